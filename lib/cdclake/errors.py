@@ -1,0 +1,49 @@
+"""Errors that tell the operator what went wrong and how to fix it.
+
+Every error cdclake raises on purpose is a :class:`CdcError` carrying a ``fix`` hint; the CLI prints
+``problem`` and ``fix`` without a stack trace (``--debug`` shows it).
+"""
+
+from __future__ import annotations
+
+
+class CdcError(Exception):
+    """A problem the operator can act on: ``str(err)`` names the problem and the fix."""
+
+    def __init__(self, problem: str, fix: str | None = None) -> None:
+        self.problem = problem
+        self.fix = fix
+        super().__init__(problem if not fix else f"{problem}\n  fix: {fix}")
+
+
+class ConfigError(CdcError):
+    """The pipeline file is invalid (unknown key, wrong type, missing secret)."""
+
+
+class PreflightError(CdcError):
+    """The source server is not set up for CDC (binlog off, wrong format, privileges...)."""
+
+
+class PositionLostError(CdcError):
+    """The stored log position is no longer available on the source (purged logs)."""
+
+
+class DdlParseError(CdcError):
+    """A DDL statement in the log could not be parsed; carries the statement and its position."""
+
+    def __init__(self, statement: str, position: str, reason: str) -> None:
+        self.statement = statement
+        self.position = position
+        super().__init__(
+            f"could not parse DDL at {position}: {reason}\n  statement: {statement}",
+            "fix the statement's support in cdclake, or set 'schema_history.skip_unparsable_ddl: true' "
+            "to skip it and record it in the schema history (the table schema may then drift)",
+        )
+
+
+class SchemaMismatchError(CdcError):
+    """A row event does not fit the schema the history says is valid at its position."""
+
+
+class ConcurrentRunError(CdcError):
+    """Another run of the same pipeline holds the lock."""

@@ -1,0 +1,1 @@
+"""Source plug-ins. Each source implements :class:`cdclake.sources.base.Source`."""

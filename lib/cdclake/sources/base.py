@@ -1,0 +1,182 @@
+"""The one small interface between the engine and a source.
+
+The engine (positions, transaction assembly, MERGE, schema history, checkpoints) only sees:
+
+* :class:`Position` — an opaque, JSON-serialisable log position with an integer ``ordinal`` that
+  orders commits (the engine builds the event sequence from it);
+* :class:`TypeMapper` — how a source column travels: a *canonical* value (JSON-friendly, produced
+  identically by the log decoder and by the snapshot ``SELECT``) and a Spark SQL expression that
+  turns the canonical value into the Delta column's type;
+* log records from :meth:`Source.mine`: ``Begin``, ``RowChange``, ``Commit``, ``Rollback``, ``Ddl``,
+  in log order. The engine buffers by transaction and only emits committed work.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from cdclake.schema import Column, TableSchema
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+class Position(abc.ABC):
+    """A point in the source's change log, between two transactions."""
+
+    @property
+    @abc.abstractmethod
+    def ordinal(self) -> int:
+        """Monotonic integer of this position in commit order (< 10**27)."""
+
+    @abc.abstractmethod
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form stored in checkpoints and the run log."""
+
+    @abc.abstractmethod
+    def describe(self) -> str:
+        """Short human form, e.g. ``mysql-bin.000003:4711``."""
+
+    def __str__(self) -> str:
+        return self.describe()
+
+
+# ---- log records -------------------------------------------------------------------------------
+
+
+@dataclass
+class Begin:
+    txid: str
+    position: Position
+
+
+@dataclass
+class RowChange:
+    """One row change inside a transaction. ``before``/``after`` hold canonical values."""
+
+    txid: str
+    table: str  # "database.table"
+    op: str  # "c" | "u" | "d" | "t"
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    schema_version: int
+
+
+@dataclass
+class Commit:
+    txid: str
+    position: Position  # the position just after the commit: resuming here skips this txn
+    commit_ts: datetime | None
+
+
+@dataclass
+class Rollback:
+    txid: str
+    position: Position
+
+
+@dataclass
+class Ddl:
+    """A schema change, already applied to the decoder's schema registry.
+
+    ``changes`` maps each affected table to its schema after the statement (``None`` = dropped);
+    ``renamed_from`` maps a new table name to the old one for table renames.
+    """
+
+    position: Position  # just after the statement
+    statement: str
+    database: str | None
+    changes: dict[str, TableSchema | None]
+    commit_ts: datetime | None = None
+    renamed_from: dict[str, str] = field(default_factory=dict)
+    skipped_reason: str | None = None  # set when an unparsable statement was skipped by config
+
+
+LogRecord = Begin | RowChange | Commit | Rollback | Ddl
+
+
+# ---- type mapping ------------------------------------------------------------------------------
+
+
+class TypeMapper(abc.ABC):
+    """How values of one source's columns reach Delta, the same way from snapshot and from log."""
+
+    @abc.abstractmethod
+    def canonical_type(self, column: Column) -> str:
+        """Spark SQL type of the canonical value (what the log decoder emits into JSON and what the
+        snapshot SELECT returns), e.g. ``STRING`` for DECIMAL, ``BIGINT`` for INT."""
+
+    @abc.abstractmethod
+    def to_delta_sql(self, column: Column, expr: str) -> str:
+        """Spark SQL expression converting canonical ``expr`` to ``column.spark_type``."""
+
+
+# ---- the source --------------------------------------------------------------------------------
+
+
+@dataclass
+class SnapshotStart:
+    """What a snapshot needs before reading rows: the low-watermark and each table's schema there."""
+
+    position: Position
+    schemas: dict[str, TableSchema]
+    ddl: dict[str, str]  # table -> the DDL text the schema was taken from
+
+
+class Source(abc.ABC):
+    """A database whose changes cdclake captures."""
+
+    connector: str  # "mysql", "mariadb", "oracle", "db2"
+    types: TypeMapper
+
+    @abc.abstractmethod
+    def preflight(self) -> None:
+        """Raise :class:`cdclake.errors.PreflightError` naming the first problem and its fix."""
+
+    @abc.abstractmethod
+    def captured_tables(self) -> list[str]:
+        """Tables on the server that the include/exclude lists select, as ``database.table``."""
+
+    @abc.abstractmethod
+    def snapshot_start(self, tables: list[str]) -> SnapshotStart:
+        """Fix the low-watermark position and read the tables' schemas consistently with it."""
+
+    @abc.abstractmethod
+    def snapshot_read(self, spark: SparkSession, schema: TableSchema) -> DataFrame:
+        """Read the table's rows as canonical columns (named as the source columns)."""
+
+    @abc.abstractmethod
+    def current_position(self) -> Position:
+        """The end of the log now (where a run that starts now stops)."""
+
+    @abc.abstractmethod
+    def position_from_dict(self, data: Mapping[str, Any]) -> Position:
+        """Inverse of :meth:`Position.to_dict`."""
+
+    @abc.abstractmethod
+    def check_available(self, start: Position) -> None:
+        """Raise :class:`cdclake.errors.PositionLostError` if the log from ``start`` is gone."""
+
+    @abc.abstractmethod
+    def mine(
+        self,
+        start: Position,
+        end: Position,
+        schemas: dict[str, TableSchema],
+        next_schema_version: int,
+        max_events: int | None = None,
+    ) -> Iterator[LogRecord]:
+        """Yield records from ``start`` to ``end`` (whole transactions only) in log order.
+
+        ``schemas`` is the registry valid at ``start`` (from the schema history); the miner decodes
+        rows with it and evolves it with each DDL it meets, numbering new schema versions from
+        ``next_schema_version``. With ``max_events`` it stops at the first commit after that many
+        row events.
+        """
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections."""

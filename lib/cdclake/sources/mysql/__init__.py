@@ -1,0 +1,1 @@
+"""MySQL / MariaDB source: binlog mining over the replication protocol, JDBC snapshots."""

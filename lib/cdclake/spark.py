@@ -1,0 +1,90 @@
+"""One Spark session factory for every entry point (CLI, spark-submit jobs, tests, benchmarks).
+
+Delta's SQL extension and catalog are always set; the jars come from the project-local cache that
+``make setup`` fills (``.cache/jars``), so a run never reaches the network. Every setting can be
+overridden from the pipeline file's ``spark:`` block, e.g. for a cluster::
+
+    spark:
+      master: spark://host:7077
+      conf:
+        spark.executor.memory: 8g
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+JAR_DIR_ENV = "CDCLAKE_JARS"
+
+# Local defaults for a small machine; a cluster overrides them from config.
+LOCAL_DEFAULTS: dict[str, str] = {
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "4",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.memory": "3g",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "false",
+}
+
+# Settings cdclake relies on for correctness; config may not turn them off.
+REQUIRED: dict[str, str] = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    # Timestamps are decoded as UTC instants; the JVM zone must not shift them.
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+}
+
+
+def cached_jars() -> list[str]:
+    """Jars from ``$CDCLAKE_JARS`` or the project's ``.cache/jars`` (filled by ``make setup``)."""
+    jar_dir = os.environ.get(JAR_DIR_ENV) or str(PROJECT_ROOT / ".cache" / "jars")
+    return sorted(glob.glob(os.path.join(jar_dir, "*.jar")))
+
+
+def build_spark(
+    app_name: str = "cdclake",
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """Return the active session or build one with Delta and the cached jars.
+
+    >>> spark = build_spark("doc")            # doctest: +SKIP
+    >>> spark.conf.get("spark.sql.session.timeZone")  # doctest: +SKIP
+    'UTC'
+    """
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    settings = dict(LOCAL_DEFAULTS)
+    settings.update({k: str(v) for k, v in (conf or {}).items()})
+    settings.update(REQUIRED)
+    jars = cached_jars()
+    if jars and "spark.jars" not in (conf or {}):
+        settings["spark.jars"] = ",".join(jars)
+    builder = SparkSession.builder.appName(app_name)
+    # spark-submit sets the master itself; only default to local when nothing did.
+    master = master or os.environ.get("CDCLAKE_SPARK_MASTER")
+    if master:
+        builder = builder.master(master)
+    elif "SPARK_HOME" not in os.environ or not os.environ.get("PYSPARK_SUBMIT_ARGS"):
+        builder = builder.master("local[2]")
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("CDCLAKE_SPARK_LOG_LEVEL", "ERROR"))
+    return spark

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Idempotent set-up: system packages (MariaDB server, sysbench), the virtualenv, and the JVM jars.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need_apt+=(mariadb-server mariadb-client)
+command -v sysbench >/dev/null 2>&1 || need_apt+=(sysbench)
+command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "cdclake setup: missing Debian packages ${need_apt[*]}; run 'make setup' as root or install them." >&2
+    exit 1
+  fi
+  echo "cdclake setup: installing ${need_apt[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/pip install -q -U pip
+.venv/bin/pip install -q -e '.[test]'
+
+mkdir -p .cache/jars
+while read -r coord; do
+  case "$coord" in ''|'#'*) continue ;; esac
+  IFS=: read -r group artifact version <<<"$coord"
+  jar=".cache/jars/${artifact}-${version}.jar"
+  [ -s "$jar" ] && continue
+  echo "cdclake setup: fetching $coord"
+  mvn -q -B dependency:copy -Dartifact="$coord" -DoutputDirectory=.cache/jars -Dmdep.overWriteIfNewer=true >/dev/null
+  [ -s "$jar" ] || { echo "cdclake setup: could not fetch $coord from Maven Central" >&2; exit 1; }
+done < tools/jars.txt
+echo "cdclake setup: ready (.venv, .cache/jars)"
