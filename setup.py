@@ -26,6 +26,7 @@ setup(
         "click>=8.1",
         "pyarrow>=14",
         "pandas>=2.0",
+        "orjson>=3.9",
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6"],

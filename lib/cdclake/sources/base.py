@@ -93,10 +93,18 @@ class Ddl:
     changes: dict[str, TableSchema | None]
     commit_ts: datetime | None = None
     renamed_from: dict[str, str] = field(default_factory=dict)
+    column_renames: dict[str, dict[str, str]] = field(default_factory=dict)  # table -> {old: new}
     skipped_reason: str | None = None  # set when an unparsable statement was skipped by config
 
 
-LogRecord = Begin | RowChange | Commit | Rollback | Ddl
+@dataclass
+class WindowEnd:
+    """Last record of :meth:`Source.mine`: where the next window starts."""
+
+    position: Position
+
+
+LogRecord = Begin | RowChange | Commit | Rollback | Ddl | WindowEnd
 
 
 # ---- type mapping ------------------------------------------------------------------------------
@@ -113,6 +121,10 @@ class TypeMapper(abc.ABC):
     @abc.abstractmethod
     def to_delta_sql(self, column: Column, expr: str) -> str:
         """Spark SQL expression converting canonical ``expr`` to ``column.spark_type``."""
+
+    def initial_value_sql(self, column: Column) -> str | None:
+        """Spark SQL value that rows existing before ``column`` was added hold (None: NULL)."""
+        return None
 
 
 # ---- the source --------------------------------------------------------------------------------
@@ -169,13 +181,16 @@ class Source(abc.ABC):
         schemas: dict[str, TableSchema],
         next_schema_version: int,
         max_events: int | None = None,
+        floors: dict[str, int] | None = None,
     ) -> Iterator[LogRecord]:
-        """Yield records from ``start`` to ``end`` (whole transactions only) in log order.
+        """Yield records from ``start`` to ``end`` (whole transactions only) in log order, then
+        a :class:`WindowEnd`.
 
         ``schemas`` is the registry valid at ``start`` (from the schema history); the miner decodes
         rows with it and evolves it with each DDL it meets, numbering new schema versions from
         ``next_schema_version``. With ``max_events`` it stops at the first commit after that many
-        row events.
+        row events. ``floors`` maps tables to an ordinal at or before which their changes and DDL
+        are already in the lake (a table snapshotted after ``start``): skip those.
         """
 
     def close(self) -> None:  # noqa: B027 - optional hook

@@ -1,0 +1,205 @@
+"""Pipeline configuration: one YAML file per pipeline, validated on load.
+
+``${VAR}`` anywhere in a value is replaced from the environment, or from the secrets file named by
+``secrets_file`` / ``$CDCLAKE_SECRETS_FILE`` (``KEY=VALUE`` lines). Secrets never sit in the file
+and are never logged (:meth:`PipelineConfig.redacted`).
+
+>>> import os
+>>> os.environ["DOC_PW"] = "s3cret"
+>>> cfg = load_config_text('''
+... pipeline: shop
+... source: {type: mariadb, host: 127.0.0.1, port: 3306, user: cdc, password: "${DOC_PW}", server_id: 5401}
+... lake: {root: /tmp/lake}
+... ''')
+>>> cfg.source.password.get_secret_value()
+'s3cret'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+
+from cdclake.errors import ConfigError
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SnapshotOptions(_Strict):
+    partitions: int = Field(4, ge=1, description="JDBC partitions (parallel key-range reads) per table")
+    fetch_size: int = Field(10_000, ge=1)
+    min_rows_per_partition: int = Field(50_000, ge=1, description="small tables are read in one query")
+
+
+class SourceConfig(_Strict):
+    type: Literal["mysql", "mariadb"]
+    host: str
+    port: int = 3306
+    user: str
+    password: SecretStr
+    server_id: int = Field(ge=1, lt=2**32)
+    include_tables: list[str] = Field(default_factory=lambda: [".*"])
+    exclude_tables: list[str] = Field(default_factory=list)
+    position_mode: Literal["file", "gtid"] = "file"
+    connect_timeout: int = Field(10, ge=1)
+    jdbc_options: dict[str, str] = Field(default_factory=dict)
+    snapshot: SnapshotOptions = Field(default_factory=SnapshotOptions)
+
+    @field_validator("include_tables", "exclude_tables")
+    @classmethod
+    def _regexes_compile(cls, patterns: list[str]) -> list[str]:
+        for p in patterns:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise ValueError(f"invalid regex {p!r}: {exc}") from exc
+        return patterns
+
+    def captures(self, qualified: str) -> bool:
+        """Anchored include/exclude matching on ``database.table``.
+
+        >>> SourceConfig(type="mysql", host="h", user="u", password="p", server_id=1,
+        ...              include_tables=[r"shop\\..*"], exclude_tables=[r"shop\\.tmp_.*"]).captures("shop.tmp_x")
+        False
+        """
+        if not any(re.fullmatch(p, qualified) for p in self.include_tables):
+            return False
+        return not any(re.fullmatch(p, qualified) for p in self.exclude_tables)
+
+
+class LakeConfig(_Strict):
+    root: str
+    delete_mode: Literal["hard", "soft"] = "hard"
+    history_tables: bool = Field(False, description="also keep an SCD type 2 history table per target")
+    table_properties: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("root")
+    @classmethod
+    def _root_absolute(cls, root: str) -> str:
+        if "://" not in root and not root.startswith("/"):
+            raise ValueError("must be an absolute path or a Hadoop-FS URI (s3a://, abfss://, hdfs://)")
+        return root.rstrip("/")
+
+
+class MiningOptions(_Strict):
+    max_events: int | None = Field(None, ge=1, description="default for 'mine --max-events'")
+    flush_rows: int = Field(100_000, ge=100, description="committed rows buffered before a staging flush")
+    spill_rows: int = Field(200_000, ge=100, description="rows of one open transaction kept in memory")
+    skip_unparsable_ddl: bool = False
+
+
+class TableOptions(_Strict):
+    key_columns: list[str] | None = None
+
+
+class SparkConfig(_Strict):
+    master: str | None = None
+    conf: dict[str, str] = Field(default_factory=dict)
+
+
+class PipelineConfig(_Strict):
+    pipeline: str = Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
+    source: SourceConfig
+    lake: LakeConfig
+    mining: MiningOptions = Field(default_factory=MiningOptions)
+    tables: dict[str, TableOptions] = Field(default_factory=dict)
+    spark: SparkConfig = Field(default_factory=SparkConfig)
+    secrets_file: str | None = None
+
+    @model_validator(mode="after")
+    def _table_overrides_are_captured(self) -> PipelineConfig:
+        for name in self.tables:
+            if not self.source.captures(name):
+                raise ValueError(f"tables.{name}: table is not selected by source.include_tables/exclude_tables")
+        return self
+
+    @property
+    def pipeline_root(self) -> str:
+        return f"{self.lake.root}/{self.pipeline}"
+
+    def redacted(self) -> dict[str, Any]:
+        """The configuration as a dict with secrets masked, safe to log."""
+        return self.model_dump(mode="json")
+
+
+def _read_secrets_file(path: str) -> dict[str, str]:
+    values: dict[str, str] = {}
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read secrets file {path}: {exc.strerror}", "fix 'secrets_file' or $CDCLAKE_SECRETS_FILE"
+        ) from exc
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, _, value = line.partition("=")
+            values[key.strip()] = value.strip().strip("'\"")
+    return values
+
+
+def _substitute(node: Any, lookup: dict[str, str], path: str) -> Any:
+    if isinstance(node, dict):
+        return {k: _substitute(v, lookup, f"{path}.{k}" if path else str(k)) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_substitute(v, lookup, f"{path}[{i}]") for i, v in enumerate(node)]
+    if isinstance(node, str):
+        def repl(match: re.Match[str]) -> str:
+            var = match.group(1)
+            if var in os.environ:
+                return os.environ[var]
+            if var in lookup:
+                return lookup[var]
+            raise ConfigError(
+                f"{path}: secret/variable ${{{var}}} is not set",
+                f"export {var}=... in the environment, or put {var}=... in the secrets file",
+            )
+
+        return _VAR.sub(repl, node)
+    return node
+
+
+def load_config_text(text: str, origin: str = "<config>") -> PipelineConfig:
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{origin} is not valid YAML: {exc}", "fix the YAML syntax") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin} must be a YAML mapping with keys pipeline, source, lake")
+    secrets_path = raw.get("secrets_file") or os.environ.get("CDCLAKE_SECRETS_FILE")
+    lookup = _read_secrets_file(secrets_path) if secrets_path else {}
+    raw = _substitute(raw, lookup, "")
+    try:
+        return PipelineConfig.model_validate(raw)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+            msg = err["msg"]
+            if err["type"] == "extra_forbidden":
+                msg = "unknown key"
+            lines.append(f"{key}: {msg}")
+        raise ConfigError(
+            f"invalid configuration in {origin}: " + "; ".join(lines),
+            "correct the key(s) named above (see conf/example-pipeline.yaml for every option)",
+        ) from None
+
+
+def load_config(path: str | os.PathLike[str]) -> PipelineConfig:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read pipeline file {p}: {exc.strerror}", "pass an existing file to --config"
+        ) from exc
+    return load_config_text(text, str(p))

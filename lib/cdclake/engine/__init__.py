@@ -1,0 +1,1 @@
+"""The source-agnostic engine: transaction assembly, bronze log, schema history, MERGE, checkpoints."""

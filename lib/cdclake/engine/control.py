@@ -1,0 +1,264 @@
+"""Control tables in Delta: checkpoints, schema history, run log and dead letters.
+
+All are small, append-only tables; the current state is the newest row per key. One writer per
+pipeline holds the lock (:mod:`cdclake.engine.lock`), so a revision counter orders rows.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from cdclake.engine.lake import LakeLayout, ensure_table, idempotent_write, is_delta_table, read_delta
+from cdclake.schema import TableSchema
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+CHECKPOINTS_DDL = (
+    "rev BIGINT, kind STRING, window_id BIGINT, status STRING, table_name STRING, position STRING, "
+    "position_ordinal DECIMAL(38,0), start_position STRING, end_limit STRING, max_events BIGINT, "
+    "run_id STRING, updated_at TIMESTAMP, detail STRING"
+)
+HISTORY_DDL = (
+    "version BIGINT, source_table STRING, seq DECIMAL(38,0), position STRING, ddl STRING, kind STRING, "
+    "schema STRING, renamed_from STRING, column_renames STRING, window_id BIGINT, recorded_at TIMESTAMP"
+)
+RUNS_DDL = (
+    "run_id STRING, command STRING, window_id BIGINT, status STRING, started_at TIMESTAMP, ended_at TIMESTAMP, "
+    "duration_s DOUBLE, events BIGINT, transactions BIGINT, rows_by_table MAP<STRING,BIGINT>, lag_s DOUBLE, "
+    "start_position STRING, end_position STRING, error STRING"
+)
+DEAD_LETTERS_DDL = (
+    "window_id BIGINT, source_table STRING, seq DECIMAL(38,0), position STRING, op STRING, reason STRING, "
+    "before STRING, after STRING, recorded_at TIMESTAMP"
+)
+
+WINDOW_PLANNED, WINDOW_MINED, WINDOW_APPLIED = "planned", "mined", "applied"
+TABLE_SNAPSHOTTING, TABLE_STREAMING, TABLE_DROPPED = "snapshotting", "streaming", "dropped"
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+@dataclass
+class WindowState:
+    window_id: int
+    status: str
+    start: dict[str, Any]
+    end_limit: dict[str, Any]
+    max_events: int | None
+    end: dict[str, Any] | None
+
+
+@dataclass
+class TableState:
+    table: str
+    status: str
+    position: dict[str, Any]
+    ordinal: int
+    window_id: int | None
+    updated_at: datetime | None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class HistoryEntry:
+    version: int
+    table: str
+    seq: int
+    position: str
+    ddl: str
+    kind: str
+    schema: TableSchema | None
+    renamed_from: str | None
+    column_renames: dict[str, str]
+    window_id: int | None
+
+
+class ControlTables:
+    """Reads and writes the pipeline's control tables."""
+
+    def __init__(self, spark: SparkSession, layout: LakeLayout) -> None:
+        self.spark = spark
+        self.layout = layout
+
+    def ensure(self) -> None:
+        ensure_table(self.spark, self.layout.checkpoints, CHECKPOINTS_DDL)
+        ensure_table(self.spark, self.layout.schema_history, HISTORY_DDL)
+        ensure_table(self.spark, self.layout.runs, RUNS_DDL)
+        ensure_table(self.spark, self.layout.dead_letters, DEAD_LETTERS_DDL)
+
+    def exists(self) -> bool:
+        return is_delta_table(self.spark, self.layout.checkpoints)
+
+    # ---- checkpoints ---------------------------------------------------------------------------
+
+    def _next_rev(self) -> int:
+        row = read_delta(self.spark, self.layout.checkpoints).agg({"rev": "max"}).collect()[0]
+        return int(row[0] or 0) + 1
+
+    def _append_checkpoints(self, rows: list[dict[str, Any]]) -> None:
+        rev = self._next_rev()
+        now = utcnow()
+        full = [{**r, "rev": rev, "updated_at": now} for r in rows]
+        df = self.spark.createDataFrame(full, schema=CHECKPOINTS_DDL)
+        df.write.format("delta").mode("append").save(self.layout.checkpoints)
+
+    def last_window(self) -> WindowState | None:
+        rows = (
+            read_delta(self.spark, self.layout.checkpoints)
+            .where("kind = 'window'")
+            .orderBy("rev", ascending=False)
+            .limit(1)
+            .collect()
+        )
+        if not rows:
+            return None
+        r = rows[0]
+        return WindowState(
+            window_id=int(r.window_id),
+            status=r.status,
+            start=json.loads(r.start_position),
+            end_limit=json.loads(r.end_limit),
+            max_events=r.max_events,
+            end=json.loads(r.position) if r.position else None,
+        )
+
+    def plan_window(self, window_id: int, start: dict, end_limit: dict, max_events: int | None, run_id: str) -> None:
+        self._append_checkpoints([
+            {
+                "kind": "window", "window_id": window_id, "status": WINDOW_PLANNED, "table_name": None,
+                "position": None, "position_ordinal": None, "start_position": json.dumps(start),
+                "end_limit": json.dumps(end_limit), "max_events": max_events, "run_id": run_id, "detail": None,
+            }
+        ])
+
+    def complete_window(
+        self,
+        window: WindowState,
+        end: dict,
+        end_ordinal: int,
+        tables: dict[str, TableState],
+        run_id: str,
+    ) -> None:
+        """Mark the window applied and move every table's position, in one Delta commit."""
+        rows = [
+            {
+                "kind": "window", "window_id": window.window_id, "status": WINDOW_APPLIED, "table_name": None,
+                "position": json.dumps(end), "position_ordinal": Decimal(end_ordinal),
+                "start_position": json.dumps(window.start), "end_limit": json.dumps(window.end_limit),
+                "max_events": window.max_events, "run_id": run_id, "detail": None,
+            }
+        ]
+        for name, state in tables.items():
+            rows.append(self._table_row(name, state.status, state.position, state.ordinal, window.window_id, run_id,
+                                        state.detail))
+        self._append_checkpoints(rows)
+
+    @staticmethod
+    def _table_row(name: str, status: str, position: dict, ordinal: int, window_id: int | None, run_id: str,
+                   detail: dict | None = None) -> dict[str, Any]:
+        return {
+            "kind": "table", "window_id": window_id, "status": status, "table_name": name,
+            "position": json.dumps(position), "position_ordinal": Decimal(ordinal), "start_position": None,
+            "end_limit": None, "max_events": None, "run_id": run_id, "detail": json.dumps(detail or {}),
+        }
+
+    def set_tables(self, states: list[TableState], run_id: str) -> None:
+        self._append_checkpoints([
+            self._table_row(s.table, s.status, s.position, s.ordinal, s.window_id, run_id, s.detail) for s in states
+        ])
+
+    def table_states(self) -> dict[str, TableState]:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        df = read_delta(self.spark, self.layout.checkpoints).where("kind = 'table'")
+        w = Window.partitionBy("table_name").orderBy(F.col("rev").desc())
+        rows = df.withColumn("_rn", F.row_number().over(w)).where("_rn = 1").collect()
+        return {
+            r.table_name: TableState(
+                table=r.table_name,
+                status=r.status,
+                position=json.loads(r.position),
+                ordinal=int(r.position_ordinal),
+                window_id=r.window_id,
+                updated_at=r.updated_at,
+                detail=json.loads(r.detail or "{}"),
+            )
+            for r in rows
+        }
+
+    # ---- schema history ------------------------------------------------------------------------
+
+    def next_schema_version(self) -> int:
+        row = read_delta(self.spark, self.layout.schema_history).agg({"version": "max"}).collect()[0]
+        return int(row[0] or 0) + 1
+
+    def append_history(self, entries: list[HistoryEntry], idempotency: tuple[str, int] | None = None) -> None:
+        if not entries:
+            return
+        now = utcnow()
+        rows = [
+            {
+                "version": e.version, "source_table": e.table, "seq": Decimal(e.seq), "position": e.position,
+                "ddl": e.ddl, "kind": e.kind, "schema": e.schema.to_json() if e.schema else None,
+                "renamed_from": e.renamed_from, "column_renames": json.dumps(e.column_renames),
+                "window_id": e.window_id, "recorded_at": now,
+            }
+            for e in entries
+        ]
+        df = self.spark.createDataFrame(rows, schema=HISTORY_DDL)
+        writer = df.write.format("delta").mode("append")
+        if idempotency:
+            writer = writer.option("txnAppId", idempotency[0]).option("txnVersion", idempotency[1])
+        writer.save(self.layout.schema_history)
+
+    def history(self, where: str | None = None) -> list[HistoryEntry]:
+        df = read_delta(self.spark, self.layout.schema_history)
+        if where:
+            df = df.where(where)
+        out = []
+        for r in df.orderBy("seq", "version").collect():
+            out.append(
+                HistoryEntry(
+                    version=int(r.version), table=r.source_table, seq=int(r.seq), position=r.position, ddl=r.ddl,
+                    kind=r.kind, schema=TableSchema.from_json(r.schema) if r.schema else None,
+                    renamed_from=r.renamed_from, column_renames=json.loads(r.column_renames or "{}"),
+                    window_id=r.window_id,
+                )
+            )
+        return out
+
+    def schemas_before_window(self, window_id: int) -> dict[str, HistoryEntry]:
+        """The newest history entry per table among snapshots and windows before ``window_id``."""
+        latest: dict[str, HistoryEntry] = {}
+        for e in self.history(f"window_id IS NULL OR window_id < {int(window_id)}"):
+            cur = latest.get(e.table)
+            if cur is None or (e.seq, e.version) >= (cur.seq, cur.version):
+                latest[e.table] = e
+        return latest
+
+    def schema_version(self, version: int) -> HistoryEntry:
+        found = self.history(f"version = {int(version)}")
+        if not found:
+            raise KeyError(f"schema history has no version {version}")
+        return found[0]
+
+    # ---- run log and dead letters --------------------------------------------------------------
+
+    def log_run(self, row: dict[str, Any]) -> None:
+        df = self.spark.createDataFrame([row], schema=RUNS_DDL)
+        df.write.format("delta").mode("append").save(self.layout.runs)
+
+    def last_runs(self, limit: int = 20) -> list[Any]:
+        return read_delta(self.spark, self.layout.runs).orderBy("started_at", ascending=False).limit(limit).collect()
+
+    def dead_letter_write(self, df: Any, app_id: str, version: int) -> None:
+        with idempotent_write(self.spark, app_id, version):
+            df.write.format("delta").mode("append").save(self.layout.dead_letters)

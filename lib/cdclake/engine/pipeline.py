@@ -1,0 +1,491 @@
+"""Snapshot and mining runs: the per-table state machine and the window lifecycle.
+
+Table states: (absent) → ``snapshotting`` → ``streaming`` (→ ``dropped``).
+
+A mining run handles one window:
+
+1. **plan** — start = the lowest table position, end limit = the log end now (or the resumed plan
+   of a window a killed run left unfinished); recorded before anything is read;
+2. **mine** — the source yields log records; the assembler keeps committed transactions only and
+   stages them; DDL goes to the schema history; then the window's rows plus a marker row holding
+   the end position are committed to bronze in one idempotent Delta write;
+3. **apply** — per table, bronze rows are cut at barriers (DDL, truncate) and MERGEd in sequence
+   order; every data commit carries a Delta idempotency id (pipeline/table, window, step) and every
+   barrier records itself on the table, so a re-run skips what already committed;
+4. **checkpoint** — the window and every table's position advance in one commit, after the data.
+
+A kill at any instant leaves a window that the next run finishes with the same bounds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from cdclake.config import PipelineConfig
+from cdclake.engine.assembler import EventRow, TransactionAssembler
+from cdclake.engine.control import (
+    TABLE_DROPPED,
+    TABLE_SNAPSHOTTING,
+    TABLE_STREAMING,
+    WINDOW_APPLIED,
+    WINDOW_PLANNED,
+    ControlTables,
+    HistoryEntry,
+    TableState,
+    WindowState,
+    utcnow,
+)
+from cdclake.engine.events import (
+    BRONZE_COLUMNS,
+    BRONZE_DDL,
+    SEQ_SPAN,
+    WINDOW_MARKER_OP,
+    event_seq,
+    snapshot_seq,
+)
+from cdclake.engine.lake import (
+    LakeLayout,
+    ensure_table,
+    hadoop_delete,
+    hadoop_path_exists,
+    is_delta_table,
+    read_delta,
+)
+from cdclake.engine.lock import pipeline_lock
+from cdclake.engine.target import TargetTables
+from cdclake.errors import CdcError
+from cdclake.schema import TableSchema
+from cdclake.sources.base import Ddl, Position, Source, WindowEnd
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+MAX_STEPS_PER_WINDOW = 1000  # idempotency version = window * 1000 + step
+
+
+@dataclass
+class RunReport:
+    run_id: str
+    command: str
+    window_id: int | None = None
+    start: str | None = None
+    end: str | None = None
+    events: int = 0
+    transactions: int = 0
+    rows_by_table: dict[str, int] = field(default_factory=dict)
+    tables: list[str] = field(default_factory=list)
+    duration_s: float = 0.0
+    resumed: bool = False
+    started_at: float = field(default_factory=time.time)
+
+
+class Pipeline:
+    """Runs snapshots and mining windows of one pipeline."""
+
+    def __init__(self, config: PipelineConfig, source: Source, spark: SparkSession) -> None:
+        self.config = config
+        self.source = source
+        self.spark = spark
+        self.layout = LakeLayout(config.lake.root, config.pipeline)
+        self.control = ControlTables(spark, self.layout)
+        self.targets = TargetTables(spark, source.types, config.lake.delete_mode, config.lake.table_properties)
+
+    # ---- helpers ---------------------------------------------------------------------------------
+
+    def _key_columns(self, schema: TableSchema) -> list[str]:
+        override = self.config.tables.get(schema.qualified_name)
+        if override and override.key_columns:
+            return override.key_columns
+        return schema.key_columns()
+
+    def _app_id(self, table: str) -> str:
+        return f"cdclake:{self.config.pipeline}:{table}"
+
+    def _ensure_control(self) -> None:
+        self.control.ensure()
+        ensure_table(self.spark, self.layout.bronze, BRONZE_DDL)
+
+    # ---- snapshot --------------------------------------------------------------------------------
+
+    def snapshot(self, tables_regex: str | None = None) -> RunReport:
+        run_id = uuid.uuid4().hex[:12]
+        report = RunReport(run_id, "snapshot")
+        started = time.time()
+        self._ensure_control()
+        with pipeline_lock(self.spark, self.layout.lock, run_id):
+            self.source.preflight()
+            states = self.control.table_states()
+            wanted = [
+                t for t in self.source.captured_tables()
+                if tables_regex is None or re.fullmatch(tables_regex, t)
+            ]
+            already = [t for t in wanted if t in states and states[t].status == TABLE_STREAMING]
+            todo = [t for t in wanted if t not in already]
+            if not todo:
+                if already:
+                    report.tables = []
+                    return report
+                raise CdcError(
+                    "no table to snapshot: source.include_tables/exclude_tables"
+                    + (f" and --tables {tables_regex!r}" if tables_regex else "")
+                    + " select no existing table",
+                    "check the regexes (anchored, on 'database.table') against the server's tables",
+                )
+            start = self.source.snapshot_start(todo)
+            pos = start.position
+            seq = snapshot_seq(pos.ordinal)
+            self.control.set_tables(
+                [TableState(t, TABLE_SNAPSHOTTING, pos.to_dict(), pos.ordinal, None, None) for t in todo], run_id
+            )
+            version = self.control.next_schema_version()
+            entries = []
+            for i, t in enumerate(todo):
+                entries.append(HistoryEntry(version + i, t, seq, pos.describe(), start.ddl.get(t, ""), "snapshot",
+                                            start.schemas[t], None, {}, None))
+            self.control.append_history(entries)
+            for t in todo:
+                schema = start.schemas[t]
+                frame = self.source.snapshot_read(self.spark, schema)
+                self.targets.write_snapshot(self.layout.target(t), schema, frame, seq, pos.describe())
+                self.control.set_tables(
+                    [TableState(t, TABLE_STREAMING, pos.to_dict(), pos.ordinal, None, None,
+                                {"snapshot_position": pos.describe(), "as_of": time.time()})], run_id)
+                report.rows_by_table[t] = self.spark.read.format("delta").load(self.layout.target(t)).count()
+            report.tables = todo
+            report.start = report.end = pos.describe()
+            report.duration_s = time.time() - started
+            self._log_run(report, "ok", None)
+        return report
+
+    # ---- mining ----------------------------------------------------------------------------------
+
+    def mine(self, max_events: int | None = None) -> RunReport:
+        run_id = uuid.uuid4().hex[:12]
+        report = RunReport(run_id, "mine")
+        started = time.time()
+        self._ensure_control()
+        with pipeline_lock(self.spark, self.layout.lock, run_id):
+            try:
+                self._mine_locked(report, max_events or self.config.mining.max_events)
+            except Exception as exc:
+                report.duration_s = time.time() - started
+                self._log_run(report, "failed", str(exc)[:4000])
+                raise
+            report.duration_s = time.time() - started
+            self._log_run(report, "ok", None)
+        return report
+
+    def _streaming_states(self) -> dict[str, TableState]:
+        states = self.control.table_states()
+        live = {t: s for t, s in states.items() if s.status in (TABLE_STREAMING, TABLE_DROPPED)}
+        if not any(s.status == TABLE_STREAMING for s in live.values()):
+            raise CdcError(
+                "no table of this pipeline has a snapshot yet, so there is no position to mine from",
+                f"run 'cdclake snapshot --config <file>' first (pipeline {self.config.pipeline})",
+            )
+        return live
+
+    def _mine_locked(self, report: RunReport, max_events: int | None) -> None:
+        self.source.preflight()
+        states = self._streaming_states()
+        window = self.control.last_window()
+        if window is not None and window.status != WINDOW_APPLIED:
+            report.resumed = True
+        else:
+            lowest = min((s for s in states.values() if s.status == TABLE_STREAMING), key=lambda s: s.ordinal)
+            end_limit = self.source.current_position()
+            window = WindowState(
+                window_id=(window.window_id + 1) if window else 1,
+                status=WINDOW_PLANNED,
+                start=lowest.position,
+                end_limit=end_limit.to_dict(),
+                max_events=max_events,
+                end=None,
+            )
+            self.control.plan_window(window.window_id, window.start, window.end_limit, max_events, report.run_id)
+        report.window_id = window.window_id
+        start = self.source.position_from_dict(window.start)
+        report.start = start.describe()
+
+        end = self._bronze_window_end(window.window_id)
+        if end is None:
+            self.source.check_available(start)
+            end = self._mine_window(window, start, states, report)
+        report.end = end.describe()
+        new_states = self._apply_window(window, end, states, report)
+        self.control.complete_window(window, end.to_dict(), end.ordinal, new_states, report.run_id)
+
+    def _bronze_window_end(self, window_id: int) -> Position | None:
+        rows = (
+            read_delta(self.spark, self.layout.bronze)
+            .where(f"window_id = {int(window_id)} AND op = '{WINDOW_MARKER_OP}'")
+            .select("after")
+            .collect()
+        )
+        if not rows:
+            return None
+        return self.source.position_from_dict(json.loads(rows[0].after)["end"])
+
+    def _mine_window(
+        self, window: WindowState, start: Position, states: dict[str, TableState], report: RunReport
+    ) -> Position:
+        import pyarrow as pa
+
+        wid = window.window_id
+        staging = self.layout.staging(wid)
+        hadoop_delete(self.spark, staging)  # rows of a killed attempt
+        registry = self.control.schemas_before_window(wid)
+        schemas = {t: e.schema for t, e in registry.items() if e.schema is not None}
+        next_version = max([e.version for e in self.control.history(f"window_id IS NULL OR window_id < {wid}")],
+                           default=0) + 1
+        floors = {t: s.ordinal for t, s in states.items()}
+        arrow_schema = pa.schema([
+            ("window_id", pa.int64()), ("source_table", pa.string()), ("op", pa.string()),
+            ("seq", pa.decimal128(38, 0)), ("position", pa.string()), ("txid", pa.string()),
+            ("commit_ts", pa.timestamp("us")), ("schema_version", pa.int64()),
+            ("before", pa.string()), ("after", pa.string()),
+        ])
+        spark_schema = BRONZE_DDL
+
+        def stage(rows: list[EventRow]) -> None:
+            table = pa.table(
+                {
+                    "window_id": [wid] * len(rows),
+                    "source_table": [r.source_table for r in rows],
+                    "op": [r.op for r in rows],
+                    "seq": [Decimal(r.seq) for r in rows],
+                    "position": [r.position for r in rows],
+                    "txid": [r.txid for r in rows],
+                    "commit_ts": [r.commit_ts for r in rows],
+                    "schema_version": [r.schema_version for r in rows],
+                    "before": [r.before for r in rows],
+                    "after": [r.after for r in rows],
+                },
+                schema=arrow_schema,
+            )
+            self.spark.createDataFrame(table, schema=spark_schema).write.mode("append").parquet(staging)
+
+        history: list[HistoryEntry] = []
+
+        def on_ddl(ddl: Ddl) -> None:
+            seq = event_seq(ddl.position.ordinal, 0)
+            for table, schema in ddl.changes.items():
+                if ordinal_floor(table) >= ddl.position.ordinal:
+                    continue
+                history.append(HistoryEntry(
+                    version=next_version + len(history), table=table, seq=seq, position=ddl.position.describe(),
+                    ddl=ddl.statement, kind="skipped" if ddl.skipped_reason else ("drop" if schema is None else "ddl"),
+                    schema=schema, renamed_from=ddl.renamed_from.get(table),
+                    column_renames=ddl.column_renames.get(table, {}), window_id=wid,
+                ))
+
+        def ordinal_floor(table: str) -> int:
+            return floors.get(table, -1)
+
+        assembler = TransactionAssembler(
+            stage, on_ddl, self.config.mining.flush_rows, self.config.mining.spill_rows, floors
+        )
+        end: Position | None = None
+        end_limit = self.source.position_from_dict(window.end_limit)
+        for record in self.source.mine(start, end_limit, schemas, next_version, window.max_events, floors):
+            if isinstance(record, WindowEnd):
+                end = record.position
+                break
+            assembler.feed(record)
+        open_txns = assembler.finish()
+        if end is None or open_txns:
+            raise CdcError(
+                f"mining window {wid} ended inside transaction(s) {open_txns[:5]} or without an end position",
+                "this is a bug in the source plug-in: windows must end on a transaction boundary",
+            )
+        self.control.append_history(history, (f"cdclake:{self.config.pipeline}:history", wid))
+        stats = assembler.stats
+        marker = {
+            "end": end.to_dict(), "events": stats.events, "transactions": stats.transactions,
+            "rolled_back": stats.rolled_back, "rows_by_table": stats.rows_by_table,
+        }
+        marker_df = self.spark.createDataFrame(
+            [(wid, "", WINDOW_MARKER_OP, Decimal(event_seq(end.ordinal, 0)), end.describe(), None, None, None, None,
+              json.dumps(marker))],
+            schema=BRONZE_DDL,
+        )
+        frame = marker_df
+        if hadoop_path_exists(self.spark, staging):
+            frame = self.spark.read.schema(BRONZE_DDL).parquet(staging).select(*BRONZE_COLUMNS).unionByName(marker_df)
+        (
+            frame.write.format("delta").mode("append")
+            .option("txnAppId", f"cdclake:{self.config.pipeline}:bronze").option("txnVersion", wid)
+            .save(self.layout.bronze)
+        )
+        hadoop_delete(self.spark, staging)
+        report.events, report.transactions = stats.events, stats.transactions
+        report.rows_by_table = dict(stats.rows_by_table)
+        return end
+
+    # ---- apply -----------------------------------------------------------------------------------
+
+    def _apply_window(
+        self, window: WindowState, end: Position, states: dict[str, TableState], report: RunReport
+    ) -> dict[str, TableState]:
+        from pyspark import StorageLevel
+
+        wid = window.window_id
+        bronze = read_delta(self.spark, self.layout.bronze).where(
+            f"window_id = {wid} AND op <> '{WINDOW_MARKER_OP}'")
+        bronze = bronze.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            truncates: dict[str, list[int]] = {}
+            counts: dict[str, int] = {}
+            for r in bronze.groupBy("source_table", "op").agg({"seq": "max", "*": "count"}).collect():
+                counts[r.source_table] = counts.get(r.source_table, 0) + int(r["count(1)"])
+            for r in bronze.where("op = 't'").select("source_table", "seq").collect():
+                truncates.setdefault(r.source_table, []).append(int(r.seq))
+            ddl = self.control.history(f"window_id = {wid}")
+            before = self.control.schemas_before_window(wid)
+            tables = sorted(set(counts) | {e.table for e in ddl})
+            new_states = dict(states)
+            for table in tables:
+                self._apply_table(window, table, bronze, truncates.get(table, []),
+                                  [e for e in ddl if e.table == table], before.get(table), states.get(table))
+            if not report.rows_by_table:
+                report.rows_by_table = counts
+            as_of = {"as_of": time.time()}
+            for table, state in list(new_states.items()):
+                new_states[table] = TableState(table, state.status, end.to_dict(), end.ordinal, wid, None,
+                                               {**state.detail, **as_of})
+            for e in ddl:
+                status = TABLE_DROPPED if e.schema is None else TABLE_STREAMING
+                old = new_states.get(e.table)
+                new_states[e.table] = TableState(e.table, status, end.to_dict(), end.ordinal, wid, None,
+                                                 {**(old.detail if old else {}), **as_of})
+                if e.renamed_from and e.renamed_from in new_states:
+                    prev = new_states[e.renamed_from]
+                    new_states[e.renamed_from] = TableState(prev.table, TABLE_DROPPED, prev.position, prev.ordinal,
+                                                            wid, None, prev.detail)
+            return new_states
+        finally:
+            bronze.unpersist()
+
+    def _apply_table(
+        self,
+        window: WindowState,
+        table: str,
+        bronze: Any,
+        truncates: list[int],
+        ddl: list[HistoryEntry],
+        start_entry: HistoryEntry | None,
+        state: TableState | None,
+    ) -> None:
+        wid = window.window_id
+        path = self.layout.target(table)
+        floor = state.ordinal if state else -1
+        low = (floor + 1) * SEQ_SPAN  # changes committed at or before the table's position are in already
+        barriers: list[tuple[int, str, Any]] = [(s, "truncate", None) for s in truncates if s >= low]
+        barriers += [(e.seq, "ddl", e) for e in ddl if e.seq >= low]
+        barriers.sort(key=lambda b: (b[0], 0 if b[1] == "ddl" else 1))
+        schema = start_entry.schema if start_entry else None
+        marker = self.targets.applied_marker(path) if is_delta_table(self.spark, path) else None
+        rows = bronze.where(f"source_table = '{_sql_str(table)}' AND op IN ('c', 'u', 'd') AND seq >= {low}")
+        step = 0
+        lo = low - 1
+        app_id = self._app_id(table)
+        for seq, kind, entry in [*barriers, (None, "end", None)]:
+            segment = rows.where(f"seq > {lo}" + (f" AND seq < {seq}" if seq is not None else ""))
+            step += 1
+            if schema is not None and not segment.isEmpty():
+                if not is_delta_table(self.spark, path):
+                    self.targets.create(path, schema)
+                self.targets.merge_changes(path, schema, self._key_columns(schema), segment, app_id,
+                                           wid * MAX_STEPS_PER_WINDOW + step)
+            if kind == "end":
+                break
+            step += 1
+            if step >= MAX_STEPS_PER_WINDOW:
+                raise CdcError(f"window {wid} has too many schema changes/truncates for {table}",
+                               "mine with a smaller --max-events")
+            done = marker is not None and marker >= (wid, step)
+            if kind == "truncate":
+                if is_delta_table(self.spark, path):
+                    self.targets.truncate(path, seq, app_id, wid * MAX_STEPS_PER_WINDOW + step)
+            elif not done:
+                self._apply_ddl(path, entry, seq)
+                self.targets.set_marker(path, wid, step)
+            if kind == "ddl":
+                schema = entry.schema
+            lo = seq
+
+    def _apply_ddl(self, path: str, entry: HistoryEntry, seq: int) -> None:
+        if entry.kind == "skipped":
+            return
+        if entry.schema is None:  # dropped: the mirror empties, history stays in Delta time travel
+            if is_delta_table(self.spark, path):
+                self.spark.sql(f"DELETE FROM delta.`{path}` WHERE `__seq` < {seq}")
+            return
+        self.targets.evolve(path, entry.schema, entry.column_renames, seq)
+        if entry.renamed_from:
+            old_path = self.layout.target(entry.renamed_from)
+            if is_delta_table(self.spark, old_path):
+                self.targets.copy_rows(old_path, path, seq, self._key_columns(entry.schema))
+        elif entry.ddl.lstrip().upper().startswith("CREATE"):
+            # A table created again after a drop starts empty.
+            self.spark.sql(f"DELETE FROM delta.`{path}` WHERE `__seq` < {seq}")
+
+    # ---- status ----------------------------------------------------------------------------------
+
+    def status(self) -> list[dict[str, Any]]:
+        if not self.control.exists():
+            return []
+        states = self.control.table_states()
+        runs = self.control.last_runs(1)
+        last_run = runs[0] if runs else None
+        out = []
+        now = time.time()
+        for table in sorted(states):
+            s = states[table]
+            path = self.layout.target(table)
+            rows = None
+            if is_delta_table(self.spark, path):
+                df = self.spark.read.format("delta").load(path)
+                if self.targets.soft:
+                    df = df.where("NOT `__deleted`")
+                rows = df.count()
+            as_of = s.detail.get("as_of")
+            out.append({
+                "source_table": table,
+                "delta_path": path,
+                "state": s.status,
+                "position": self.source.position_from_dict(s.position).describe() if s.position else None,
+                "position_ordinal": str(s.ordinal),
+                "window_id": s.window_id,
+                "rows": rows,
+                "lag_s": round(now - as_of, 3) if as_of else None,
+                "last_run": None if last_run is None else {
+                    "run_id": last_run.run_id, "command": last_run.command, "status": last_run.status,
+                    "ended_at": last_run.ended_at.isoformat() if last_run.ended_at else None,
+                },
+            })
+        return out
+
+    def _log_run(self, report: RunReport, status: str, error: str | None) -> None:
+        from datetime import datetime, timezone
+
+        started = datetime.fromtimestamp(report.started_at, timezone.utc).replace(tzinfo=None)
+        self.control.log_run({
+            "run_id": report.run_id, "command": report.command, "window_id": report.window_id, "status": status,
+            "started_at": started, "ended_at": utcnow(), "duration_s": report.duration_s, "events": report.events,
+            "transactions": report.transactions, "rows_by_table": report.rows_by_table, "lag_s": None,
+            "start_position": report.start, "end_position": report.end, "error": error,
+        })
+
+
+def _sql_str(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+__all__ = ["Pipeline", "RunReport"]

@@ -1,0 +1,253 @@
+"""Target Delta tables: create, evolve to a new source schema, MERGE change batches, truncate.
+
+Apply rules (the same for every source):
+
+* per key, the newest change of a batch by ``__seq`` wins (earlier ones are collapsed away);
+* a change older than or equal to what the target row holds (``__seq``) is ignored;
+* a primary-key update deletes the old key and upserts the new one;
+* deletes remove the row (``hard``) or keep it flagged ``__deleted`` (``soft``, a tombstone that
+  also stops a late, older snapshot row from resurrecting the key).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from cdclake.engine.events import (
+    META_COMMIT_TS,
+    META_DELETED,
+    META_OP,
+    META_POSITION,
+    META_SEQ,
+    META_TXID,
+    META_WINDOW,
+    TARGET_META_DDL,
+)
+from cdclake.engine.lake import TARGET_PROPERTIES, delta_ref, idempotent_write, is_delta_table, quote
+from cdclake.schema import Column, TableSchema
+from cdclake.sources.base import TypeMapper
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+APPLIED_PROPERTY = "cdclake.applied"  # "<window>:<op index>" of the last schema/barrier step done
+_META = [META_OP, META_SEQ, META_POSITION, META_TXID, META_COMMIT_TS, META_WINDOW]
+
+
+def _canonical_ddl(types: TypeMapper, schema: TableSchema) -> str:
+    return ", ".join(f"{quote(c.name)} {types.canonical_type(c)}" for c in schema.columns)
+
+
+def typed_select(types: TypeMapper, schema: TableSchema, struct: str | None = None) -> list[str]:
+    """Spark SQL select list turning canonical values (top-level or in ``struct``) into Delta types."""
+    out = []
+    for c in schema.columns:
+        ref = f"{struct}.{quote(c.name)}" if struct else quote(c.name)
+        out.append(f"{types.to_delta_sql(c, ref)} AS {quote(c.name)}")
+    return out
+
+
+class TargetTables:
+    def __init__(self, spark: SparkSession, types: TypeMapper, delete_mode: str = "hard",
+                 extra_properties: dict[str, str] | None = None) -> None:
+        self.spark = spark
+        self.types = types
+        self.soft = delete_mode == "soft"
+        self.properties = {**TARGET_PROPERTIES, **(extra_properties or {})}
+
+    # ---- DDL ---------------------------------------------------------------------------------
+
+    def _columns_ddl(self, schema: TableSchema) -> str:
+        cols = ", ".join(f"{quote(c.name)} {c.spark_type}" for c in schema.columns)
+        meta = TARGET_META_DDL + (f", `{META_DELETED}` BOOLEAN" if self.soft else "")
+        return f"{cols}, {meta}" if cols else meta
+
+    def _props(self) -> str:
+        return ", ".join(f"'{k}' = '{v}'" for k, v in self.properties.items())
+
+    def create(self, path: str, schema: TableSchema, replace: bool = False) -> None:
+        verb = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE IF NOT EXISTS"
+        self.spark.sql(
+            f"{verb} {delta_ref(path)} ({self._columns_ddl(schema)}) USING delta TBLPROPERTIES ({self._props()})"
+        )
+
+    def applied_marker(self, path: str) -> tuple[int, int] | None:
+        from delta.tables import DeltaTable
+
+        props = DeltaTable.forPath(self.spark, path).detail().select("properties").collect()[0][0] or {}
+        raw = props.get(APPLIED_PROPERTY)
+        if not raw:
+            return None
+        w, _, k = raw.partition(":")
+        return int(w), int(k)
+
+    def set_marker(self, path: str, window_id: int, op_index: int) -> None:
+        self.spark.sql(
+            f"ALTER TABLE {delta_ref(path)} SET TBLPROPERTIES ('{APPLIED_PROPERTY}' = '{window_id}:{op_index}')"
+        )
+
+    def target_columns(self, path: str) -> dict[str, str]:
+        fields = self.spark.read.format("delta").load(path).schema.fields
+        return {f.name: f.dataType.simpleString() for f in fields if not f.name.startswith("__")}
+
+    def evolve(self, path: str, new: TableSchema, column_renames: dict[str, str], ddl_seq: int) -> None:
+        """Bring the target's columns to ``new`` (idempotent: every step checks the current state).
+
+        Added columns get, on rows older than the DDL, the value the source gave existing rows.
+        """
+        if not is_delta_table(self.spark, path):
+            self.create(path, new)
+            return
+        ref = delta_ref(path)
+        current = self.target_columns(path)
+        lower = {k.lower(): k for k in current}
+        for old, new_name in column_renames.items():
+            if old.lower() in lower and new_name.lower() not in lower:
+                self.spark.sql(f"ALTER TABLE {ref} RENAME COLUMN {quote(lower[old.lower()])} TO {quote(new_name)}")
+        current = self.target_columns(path)
+        lower = {k.lower(): k for k in current}
+        wanted = {c.name.lower() for c in new.columns}
+        drops = [lower[k] for k in lower if k not in wanted]
+        if drops:
+            self.spark.sql(f"ALTER TABLE {ref} DROP COLUMNS ({', '.join(quote(d) for d in drops)})")
+        for col in new.columns:
+            have = lower.get(col.name.lower())
+            if have is None:
+                self.spark.sql(f"ALTER TABLE {ref} ADD COLUMNS ({quote(col.name)} {col.spark_type})")
+                initial = self.types.initial_value_sql(col)
+                if initial is not None:
+                    self.spark.sql(
+                        f"UPDATE {ref} SET {quote(col.name)} = {initial} WHERE {META_SEQ} < {ddl_seq}"
+                    )
+            elif current[have] != _simple(self.spark, col.spark_type):
+                self._change_type(path, have, col)
+
+    def _change_type(self, path: str, name: str, col: Column) -> None:
+        ref = delta_ref(path)
+        try:  # Delta type widening (int -> bigint, decimal precision up, float -> double ...)
+            self.spark.sql(f"ALTER TABLE {ref} ALTER COLUMN {quote(name)} TYPE {col.spark_type}")
+            return
+        except Exception:
+            pass
+        df = self.spark.read.format("delta").load(path)
+        cols = [
+            f"try_cast({quote(f.name)} AS {col.spark_type}) AS {quote(f.name)}" if f.name == name else quote(f.name)
+            for f in df.schema.fields
+        ]
+        (
+            df.selectExpr(*cols).write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+            .save(path)
+        )
+
+    # ---- data --------------------------------------------------------------------------------
+
+    def write_snapshot(self, path: str, schema: TableSchema, canonical: DataFrame, seq: int, position: str) -> None:
+        """Replace the target with snapshot rows (``__op = 'r'``, all at the snapshot sequence)."""
+        self.create(path, schema, replace=True)
+        metas = [
+            "'r' AS `__op`", f"CAST({seq} AS DECIMAL(38,0)) AS `__seq`", f"'{position}' AS `__position`",
+            "CAST(NULL AS STRING) AS `__txid`", "current_timestamp() AS `__commit_ts`",
+            "CAST(NULL AS BIGINT) AS `__window_id`",
+        ]
+        if self.soft:
+            metas.append("false AS `__deleted`")
+        typed = canonical.selectExpr(*typed_select(self.types, schema), *metas)
+        typed.write.format("delta").mode("append").save(path)
+
+    def merge_changes(
+        self,
+        path: str,
+        schema: TableSchema,
+        key_columns: list[str],
+        events: DataFrame,
+        app_id: str,
+        version: int,
+    ) -> None:
+        """MERGE bronze change rows (op, seq, position, txid, commit_ts, window_id, before, after)."""
+        canon = _canonical_ddl(self.types, schema)
+        ev = events.selectExpr(
+            "op", "seq", "position", "txid", "commit_ts", "window_id",
+            f"from_json(before, '{_escape(canon)}') AS b",
+            f"from_json(after, '{_escape(canon)}') AS a",
+        )
+        keys_a = " AND ".join(f"a.{quote(k)} <=> b.{quote(k)}" for k in key_columns)
+        meta = "op AS `__op`, seq AS `__seq`, position AS `__position`, txid AS `__txid`, " \
+               "commit_ts AS `__commit_ts`, window_id AS `__window_id`"
+        from pyspark.sql import functions as F
+
+        after_rows = ev.where("op IN ('c', 'u', 'r')").selectExpr(
+            *typed_select(self.types, schema, "a"), *meta.split(", "), "'u' AS `__action`", "1 AS `__sub`")
+        delete_rows = ev.where("op = 'd'").selectExpr(
+            *typed_select(self.types, schema, "b"), *meta.split(", "), "'d' AS `__action`", "1 AS `__sub`")
+        moved_keys = ev.where(f"op = 'u' AND b IS NOT NULL AND NOT ({keys_a})").selectExpr(
+            *typed_select(self.types, schema, "b"), *meta.split(", "), "'d' AS `__action`", "0 AS `__sub`")
+        actions = after_rows.unionByName(delete_rows).unionByName(moved_keys)
+        from pyspark.sql import Window
+
+        w = Window.partitionBy(*[F.col(quote(k)) for k in key_columns]).orderBy(
+            F.col(META_SEQ).desc(), F.col("__sub").desc())
+        latest = actions.withColumn("__rn", F.row_number().over(w)).where("__rn = 1").drop("__rn", "__sub")
+        view = f"cdclake_src_{abs(hash((path, version)))}"
+        latest.createOrReplaceTempView(view)
+
+        cols = schema.column_names + _META
+        on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in key_columns)
+        newer = f"s.{META_SEQ} > t.{META_SEQ}"
+        set_all = ", ".join(f"t.{quote(c)} = s.{quote(c)}" for c in cols)
+        ins_cols = ", ".join(quote(c) for c in cols)
+        ins_vals = ", ".join(f"s.{quote(c)}" for c in cols)
+        if self.soft:
+            sql = (
+                f"MERGE INTO {delta_ref(path)} t USING {view} s ON {on} "
+                f"WHEN MATCHED AND {newer} THEN UPDATE SET {set_all}, t.`{META_DELETED}` = (s.`__action` = 'd') "
+                f"WHEN NOT MATCHED THEN INSERT ({ins_cols}, `{META_DELETED}`) "
+                f"VALUES ({ins_vals}, s.`__action` = 'd')"
+            )
+        else:
+            sql = (
+                f"MERGE INTO {delta_ref(path)} t USING {view} s ON {on} "
+                f"WHEN MATCHED AND {newer} AND s.`__action` = 'd' THEN DELETE "
+                f"WHEN MATCHED AND {newer} THEN UPDATE SET {set_all} "
+                f"WHEN NOT MATCHED AND s.`__action` <> 'd' THEN INSERT ({ins_cols}) VALUES ({ins_vals})"
+            )
+        with idempotent_write(self.spark, app_id, version):
+            self.spark.sql(sql)
+        self.spark.catalog.dropTempView(view)
+
+    def truncate(self, path: str, seq: int, app_id: str, version: int) -> None:
+        """Remove every row older than the truncate (newer ones came after it in the log)."""
+        with idempotent_write(self.spark, app_id, version):
+            if self.soft:
+                self.spark.sql(
+                    f"UPDATE {delta_ref(path)} SET `{META_DELETED}` = true, `{META_OP}` = 't', "
+                    f"`{META_SEQ}` = {seq} WHERE `{META_SEQ}` < {seq}"
+                )
+            else:
+                self.spark.sql(f"DELETE FROM {delta_ref(path)} WHERE `{META_SEQ}` < {seq}")
+
+    def copy_rows(self, source_path: str, dest_path: str, before_seq: int, key_columns: list[str]) -> None:
+        """Move rows older than ``before_seq`` from a renamed table's target into the new one.
+
+        Insert-if-absent then delete, so a re-run after a kill between the two does not double rows.
+        """
+        src = self.spark.read.format("delta").load(source_path).where(f"`{META_SEQ}` < {before_seq}")
+        dest_cols = self.spark.read.format("delta").load(dest_path).columns
+        view = f"cdclake_rename_{abs(hash((source_path, dest_path)))}"
+        src.select(*[quote(c) for c in src.columns if c in dest_cols]).createOrReplaceTempView(view)
+        on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in key_columns)
+        cols = [c for c in dest_cols if c in src.columns]
+        self.spark.sql(
+            f"MERGE INTO {delta_ref(dest_path)} t USING {view} s ON {on} WHEN NOT MATCHED THEN INSERT "
+            f"({', '.join(quote(c) for c in cols)}) VALUES ({', '.join('s.' + quote(c) for c in cols)})"
+        )
+        self.spark.catalog.dropTempView(view)
+        self.spark.sql(f"DELETE FROM {delta_ref(source_path)} WHERE `{META_SEQ}` < {before_seq}")
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+def _simple(spark: SparkSession, ddl_type: str) -> str:
+    from pyspark.sql.types import _parse_datatype_string
+
+    return _parse_datatype_string(ddl_type).simpleString()
