@@ -42,7 +42,9 @@ BRONZE_DDL = (
     "window_id BIGINT, source_table STRING, op STRING, seq DECIMAL(38,0), position STRING, txid STRING, "
     "commit_ts TIMESTAMP, schema_version BIGINT, before STRING, after STRING"
 )
-BRONZE_COLUMNS = [c.strip().split(" ")[0] for c in BRONZE_DDL.split(",")]
+BRONZE_COLUMNS = [
+    "window_id", "source_table", "op", "seq", "position", "txid", "commit_ts", "schema_version", "before", "after",
+]
 
 
 def event_seq(commit_ordinal: int, index: int) -> int:

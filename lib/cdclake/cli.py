@@ -1,0 +1,117 @@
+"""The ``cdclake`` command line (also reachable as ``spark-submit jobs/<verb>.py --config F``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from cdclake.errors import CdcError
+
+
+def _run(debug: bool, action: Callable[[], Any]) -> Any:
+    try:
+        return action()
+    except CdcError as exc:
+        if debug:
+            traceback.print_exc()
+        click.echo(f"error: {exc.problem}", err=True)
+        if exc.fix:
+            click.echo(f"  fix: {exc.fix}", err=True)
+        sys.exit(2)
+
+
+def _pipeline(config: str):  # type: ignore[no-untyped-def]
+    from cdclake.config import load_config
+    from cdclake.runtime import open_pipeline
+
+    return open_pipeline(load_config(config))
+
+
+@click.group()
+@click.option("--debug", is_flag=True, help="show stack traces")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Change-data capture from MySQL/MariaDB into Delta Lake, as batch Spark jobs."""
+    ctx.obj = {"debug": debug}
+
+
+@cli.command()
+@click.option("--config", "config", required=True, type=click.Path(), help="pipeline YAML file")
+@click.option("--tables", default=None, help="anchored regex on 'database.table' to limit the snapshot")
+@click.pass_context
+def snapshot(ctx: click.Context, config: str, tables: str | None) -> None:
+    """Initial snapshot of the captured tables; records where mining starts."""
+
+    def go() -> None:
+        report = _pipeline(config).snapshot(tables)
+        if not report.tables:
+            click.echo("nothing to snapshot: every selected table is already streaming")
+        for t in report.tables:
+            click.echo(f"snapshot {t}: {report.rows_by_table.get(t, 0)} rows at {report.start}")
+        click.echo(f"done in {report.duration_s:.1f}s")
+
+    _run(ctx.obj["debug"], go)
+
+
+@cli.command()
+@click.option("--config", "config", required=True, type=click.Path())
+@click.option("--max-events", type=click.IntRange(min=1), default=None, help="stop after N row events")
+@click.pass_context
+def mine(ctx: click.Context, config: str, max_events: int | None) -> None:
+    """One bounded mining run: stored position → log end at start (or N events), applied."""
+
+    def go() -> None:
+        r = _pipeline(config).mine(max_events)
+        click.echo(
+            f"window {r.window_id}{' (resumed)' if r.resumed else ''}: {r.start} -> {r.end}, "
+            f"{r.events} events in {r.transactions} transactions, {r.duration_s:.1f}s"
+        )
+        for table, n in sorted(r.rows_by_table.items()):
+            click.echo(f"  {table}: {n} changes")
+
+    _run(ctx.obj["debug"], go)
+
+
+@cli.command()
+@click.option("--config", "config", required=True, type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@click.pass_context
+def status(ctx: click.Context, config: str, as_json: bool) -> None:
+    """Per table: source name, Delta location, stored position, rows, lag, last run."""
+
+    def go() -> None:
+        tables = _pipeline(config).status()
+        if as_json:
+            click.echo(json.dumps({"tables": tables}, indent=2, default=str))
+            return
+        click.echo(f"{'source_table':30} {'state':10} {'rows':>10} {'lag_s':>8}  position")
+        for t in tables:
+            click.echo(f"{t['source_table']:30} {t['state']:10} {t['rows'] if t['rows'] is not None else '-':>10} "
+                       f"{t['lag_s'] if t['lag_s'] is not None else '-':>8}  {t['position']}")
+            click.echo(f"{'':30} {t['delta_path']}")
+
+    _run(ctx.obj["debug"], go)
+
+
+@cli.command()
+@click.option("--lake", default=None, type=click.Path(), help="lake root (default: ./demo-lake)")
+@click.option("--rows", default=2000, type=click.IntRange(min=10), help="rows per sample table")
+@click.pass_context
+def demo(ctx: click.Context, lake: str | None, rows: int) -> None:
+    """Throwaway MariaDB, sample schema, snapshot, workload with DDL, mining runs, results."""
+    from cdclake.demo import run_demo
+
+    _run(ctx.obj["debug"], lambda: run_demo(lake, rows))
+
+
+def main() -> None:
+    cli(prog_name="cdclake")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,905 @@
+"""MySQL / MariaDB DDL: evolve the table schemas with the statements found in the binlog.
+
+:func:`apply_ddl` takes one statement (a binlog QUERY event, or ``SHOW CREATE TABLE`` output for the
+snapshot) and returns the schemas it changes. Column types come from
+:func:`cdclake.sources.mysql.types.column_from_definition`, so the snapshot's ``SHOW CREATE TABLE``
+and the binlog's ``CREATE TABLE`` give identical columns.
+
+Why a small hand-written parser and not sqlglot's grammar: sqlglot 30 (dialect ``mysql``) rejects
+spatial column types (``POINT``), ``ALTER TABLE ... ADD (a INT, b INT)``, ``CONVERT TO CHARACTER
+SET`` and ``RENAME TABLE`` (falls back to an opaque ``Command``), parses ``SAVEPOINT x`` as an alias,
+and re-renders types (losing the exact spelling the type mapper needs); its tokenizer swallows the
+rest of a statement after ``RENAME`` as one string. Only the table-shaping statements are parsed
+here; they are small and regular, and anything this parser does not understand in them raises
+:class:`~cdclake.errors.DdlParseError` instead of being skipped.
+
+>>> out = apply_ddl("ALTER TABLE t ADD COLUMN b INT AFTER a", "shop",
+...                 {"shop.t": TableSchema("shop", "t", [column_from_definition("a", "int")])})
+>>> out.changes["shop.t"].column_names
+['a', 'b']
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+from cdclake.errors import DdlParseError
+from cdclake.schema import Column, TableSchema
+from cdclake.sources.mysql.types import column_from_definition
+
+
+@dataclass
+class DdlOutcome:
+    """What one statement did to the table schemas."""
+
+    changes: dict[str, TableSchema | None] = field(default_factory=dict)  # 'db.table' -> after/None
+    renamed_from: dict[str, str] = field(default_factory=dict)  # new name -> old name
+    truncated: list[str] = field(default_factory=list)
+    ignored: bool = False  # the statement does not affect any known table schema
+
+
+# ---- tokenizer ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Tok:
+    kind: str  # 'word' | 'ident' (backquoted) | 'str' | 'num' | 'lit' (b'..'/x'..') | 'punct'
+    text: str  # unquoted/unescaped value for ident/str
+    start: int
+    end: int  # exclusive
+
+    @property
+    def up(self) -> str:
+        return self.text.upper() if self.kind == "word" else ""
+
+    def is_(self, *words: str) -> bool:
+        return self.kind == "word" and self.text.upper() in words
+
+    @property
+    def is_name(self) -> bool:
+        return self.kind in ("word", "ident")
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "0": "\0", "r": "\r", "Z": "\x1a", "b": "\b"}
+_WORD_RE = re.compile(r"[A-Za-z0-9_$\u0080-\uffff]+")
+_NUM_RE = re.compile(r"(?:0x[0-9A-Fa-f]+|\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)")
+
+
+class _ParseError(Exception):
+    """Internal: turned into DdlParseError with the statement text."""
+
+
+def _tokenize(sql: str) -> list[_Tok]:
+    toks: list[_Tok] = []
+    i, n = 0, len(sql)
+    open_exec = 0  # unwrapped /*! ... */ executable comments awaiting their */
+    while i < n:
+        ch = sql[i]
+        if ch.isspace():
+            i += 1
+        elif sql.startswith("/*", i):
+            m = re.match(r"/\*M?!\d*", sql[i:])
+            if m:  # executable comment: its content is part of the statement
+                open_exec += 1
+                i += m.end()
+                continue
+            end = sql.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+        elif sql.startswith("*/", i) and open_exec:
+            open_exec -= 1
+            i += 2
+        elif ch == "#" or (sql.startswith("--", i) and (i + 2 >= n or sql[i + 2].isspace())):
+            end = sql.find("\n", i)
+            i = n if end < 0 else end + 1
+        elif ch in "'\"`":
+            j, value = i + 1, []
+            while True:
+                if j >= n:
+                    raise _ParseError(f"unterminated quote starting at offset {i}")
+                c = sql[j]
+                if c == "\\" and ch != "`" and j + 1 < n:
+                    value.append(_ESCAPES.get(sql[j + 1], sql[j + 1]))
+                    j += 2
+                elif c == ch:
+                    if j + 1 < n and sql[j + 1] == ch:
+                        value.append(ch)
+                        j += 2
+                    else:
+                        break
+                else:
+                    value.append(c)
+                    j += 1
+            toks.append(_Tok("ident" if ch == "`" else "str", "".join(value), i, j + 1))
+            i = j + 1
+        elif ch in "bBxX" and i + 1 < n and sql[i + 1] == "'":
+            end = sql.find("'", i + 2)
+            if end < 0:
+                raise _ParseError(f"unterminated literal at offset {i}")
+            toks.append(_Tok("lit", sql[i : end + 1], i, end + 1))
+            i = end + 1
+        else:
+            m = _WORD_RE.match(sql, i)
+            num = _NUM_RE.match(sql, i) if ch.isdigit() else None
+            if num and not _WORD_RE.match(sql, num.end()):
+                toks.append(_Tok("num", num.group(0), i, num.end()))  # 12, 0.00, 1e5, 0x1F
+                i = num.end()
+            elif m:  # keywords and unquoted names (which may start with a digit)
+                toks.append(_Tok("word", m.group(0), i, m.end()))
+                i = m.end()
+            elif ch == "." and i + 1 < n and sql[i + 1].isdigit() and not (toks and toks[-1].is_name):
+                num = _NUM_RE.match(sql, i)
+                assert num is not None
+                toks.append(_Tok("num", num.group(0), i, num.end()))
+                i = num.end()
+            else:
+                toks.append(_Tok("punct", ch, i, i + 1))
+                i += 1
+    return toks
+
+
+# ---- token cursor ------------------------------------------------------------------------------
+
+
+class _Cursor:
+    def __init__(self, sql: str, toks: list[_Tok]) -> None:
+        self.sql = sql
+        self.toks = toks
+        self.i = 0
+
+    def peek(self, k: int = 0) -> _Tok | None:
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else None
+
+    def at_end(self) -> bool:
+        return self.i >= len(self.toks)
+
+    def next(self) -> _Tok:
+        tok = self.peek()
+        if tok is None:
+            raise _ParseError("unexpected end of statement")
+        self.i += 1
+        return tok
+
+    def peek_is(self, *words: str) -> bool:
+        tok = self.peek()
+        return tok is not None and tok.is_(*words)
+
+    def accept(self, *words: str) -> bool:
+        """Consume the word sequence ``words`` if it comes next."""
+        for k, w in enumerate(words):
+            tok = self.peek(k)
+            if tok is None or not tok.is_(w):
+                return False
+        self.i += len(words)
+        return True
+
+    def accept_any(self, *phrases: str) -> bool:
+        """Consume the first of ``phrases`` (space-separated words) that comes next."""
+        return any(self.accept(*p.split()) for p in phrases)
+
+    def peek_text(self) -> str:
+        tok = self.peek()
+        return tok.text if tok is not None else "end of statement"
+
+    def accept_punct(self, ch: str) -> bool:
+        tok = self.peek()
+        if tok is not None and tok.kind == "punct" and tok.text == ch:
+            self.i += 1
+            return True
+        return False
+
+    def expect_punct(self, ch: str) -> None:
+        if not self.accept_punct(ch):
+            tok = self.peek()
+            raise _ParseError(f"expected {ch!r} but found {tok.text if tok else 'end of statement'!r}")
+
+    def name(self) -> str:
+        tok = self.next()
+        if not tok.is_name:
+            raise _ParseError(f"expected a name but found {tok.text!r}")
+        return tok.text
+
+    def skip_group(self) -> None:
+        """Skip a balanced ``( ... )`` starting at the cursor."""
+        self.expect_punct("(")
+        depth = 1
+        while depth:
+            tok = self.next()
+            if tok.kind == "punct" and tok.text == "(":
+                depth += 1
+            elif tok.kind == "punct" and tok.text == ")":
+                depth -= 1
+
+    def split_group(self) -> list[list[_Tok]]:
+        """Consume ``( a, b(c, d), e )`` and return its depth-0 comma-separated items."""
+        self.expect_punct("(")
+        items: list[list[_Tok]] = [[]]
+        depth = 1
+        while True:
+            tok = self.next()
+            if tok.kind == "punct" and tok.text == "(":
+                depth += 1
+            elif tok.kind == "punct" and tok.text == ")":
+                depth -= 1
+                if depth == 0:
+                    return [it for it in items if it]
+            elif tok.kind == "punct" and tok.text == "," and depth == 1:
+                items.append([])
+                continue
+            items[-1].append(tok)
+
+    def split_rest(self) -> list[list[_Tok]]:
+        """Split the remaining tokens at depth-0 commas."""
+        items: list[list[_Tok]] = [[]]
+        depth = 0
+        while not self.at_end():
+            tok = self.next()
+            if tok.kind == "punct" and tok.text == "(":
+                depth += 1
+            elif tok.kind == "punct" and tok.text == ")":
+                depth -= 1
+            elif tok.kind == "punct" and tok.text == ";" and depth == 0:
+                continue
+            elif tok.kind == "punct" and tok.text == "," and depth == 0:
+                items.append([])
+                continue
+            items[-1].append(tok)
+        return [it for it in items if it]
+
+    def table_name(self) -> tuple[str | None, str]:
+        first = self.name()
+        if self.accept_punct("."):
+            return first, self.name()
+        return None, first
+
+    def text(self, start: _Tok, end: _Tok) -> str:
+        return self.sql[start.start : end.end]
+
+
+# ---- column definitions ------------------------------------------------------------------------
+
+_TYPE_MODIFIERS = {"UNSIGNED", "SIGNED", "ZEROFILL", "BINARY", "ASCII", "UNICODE", "BYTE"}
+
+
+@dataclass
+class _ColumnDef:
+    column: Column
+    primary_key: bool = False
+    position: tuple[str, str | None] | None = None  # ('first', None) | ('after', name)
+    charset_explicit: bool = False
+
+
+def _skip_expr(cur: _Cursor) -> None:
+    """Skip one default/ON UPDATE expression: literal, signed number, function call or group."""
+    tok = cur.peek()
+    if tok is None:
+        raise _ParseError("missing expression")
+    if tok.kind == "punct" and tok.text == "(":
+        cur.skip_group()
+        return
+    if tok.kind == "punct" and tok.text in "+-":
+        cur.next()
+        _skip_expr(cur)
+        return
+    cur.next()
+    if tok.kind == "word" and tok.text.startswith("_") and (nxt := cur.peek()) and nxt.kind in ("str", "lit"):
+        cur.next()  # charset introducer: _utf8mb4'x'
+        return
+    nxt = cur.peek()
+    if tok.kind == "word" and nxt is not None and nxt.kind == "punct" and nxt.text == "(":
+        cur.skip_group()  # function call: current_timestamp(6), uuid()
+
+
+def _default_text(cur: _Cursor, first: _Tok, last: _Tok) -> str | None:
+    if first is last and first.kind == "str":
+        return "'" + first.text.replace("\\", "\\\\").replace("'", "''") + "'"
+    if first is last and first.is_("NULL"):
+        return None
+    return cur.text(first, last)
+
+
+def _parse_column_def(
+    sql: str, toks: list[_Tok], table_charset: str | None, *, in_alter: bool = False
+) -> _ColumnDef:
+    cur = _Cursor(sql, toks)
+    name = cur.name()
+    if cur.at_end():
+        raise _ParseError(f"column {name!r} has no type")
+    type_first = cur.next()
+    if not type_first.kind == "word":
+        raise _ParseError(f"column {name!r}: expected a type, found {type_first.text!r}")
+    serial = type_first.is_("SERIAL")
+    # multi-word type names: double precision, national varchar, long varchar, character varying
+    while (t := cur.peek()) is not None and t.is_("PRECISION", "VARYING", "VARCHAR", "CHAR", "CHARACTER",
+                                                        "VARBINARY", "NCHAR"):
+        if t.is_("CHARACTER", "CHAR") and (n2 := cur.peek(1)) is not None and n2.is_("SET"):
+            break
+        cur.next()
+    if (t := cur.peek()) is not None and t.kind == "punct" and t.text == "(":
+        cur.skip_group()
+    type_last = cur.toks[cur.i - 1]
+    extra: list[str] = []
+    charset_explicit = False
+
+    def charset_clause() -> bool:
+        nonlocal charset_explicit
+        if cur.accept("CHARACTER", "SET") or cur.accept("CHAR", "SET") or cur.accept("CHARSET"):
+            cur.accept_punct("=")
+            extra.append(f"CHARACTER SET {cur.name()}")
+            charset_explicit = True
+            return True
+        if cur.accept("COLLATE"):
+            cur.accept_punct("=")
+            extra.append(f"COLLATE {cur.name()}")
+            charset_explicit = True
+            return True
+        return False
+
+    while (t := cur.peek()) is not None and (t.up in _TYPE_MODIFIERS or t.is_("CHARACTER", "CHAR", "CHARSET",
+                                                                               "COLLATE")):
+        if not charset_clause():
+            extra.append(cur.next().text)
+    nullable, default, pk, json_check = True, None, False, False
+    position: tuple[str, str | None] | None = None
+    while not cur.at_end():
+        if charset_clause():
+            continue
+        if cur.accept("NOT", "NULL"):
+            nullable = False
+        elif cur.accept("NULL"):
+            nullable = True
+        elif cur.accept("DEFAULT"):
+            first = cur.peek()
+            _skip_expr(cur)
+            assert first is not None
+            default = _default_text(cur, first, cur.toks[cur.i - 1])
+        elif cur.accept("ON", "UPDATE"):
+            _skip_expr(cur)
+        elif cur.accept("AUTO_INCREMENT") or cur.accept("INVISIBLE") or cur.accept("VISIBLE"):
+            pass
+        elif cur.accept("PRIMARY", "KEY") or cur.accept("KEY"):
+            pk, nullable = True, False
+        elif cur.accept("UNIQUE"):
+            cur.accept("KEY")
+        elif cur.accept_any("COMMENT", "COLUMN_FORMAT", "STORAGE", "SRID"):
+            cur.next()
+        elif cur.accept("COMPRESSED"):
+            if cur.accept_punct("="):
+                cur.next()
+        elif cur.accept("CONSTRAINT") or cur.accept("CHECK"):
+            if cur.toks[cur.i - 1].is_("CONSTRAINT"):
+                if (t := cur.peek()) is not None and not t.is_("CHECK"):
+                    cur.name()
+                if not cur.accept("CHECK"):
+                    raise _ParseError(f"column {name!r}: expected CHECK after CONSTRAINT")
+            start = cur.i
+            cur.skip_group()
+            body = [t.text.lower() if t.kind == "word" else t.text for t in cur.toks[start:cur.i]]
+            if body == ["(", "json_valid", "(", name, ")", ")"]:
+                json_check = True  # how MariaDB's SHOW CREATE TABLE spells a JSON column
+        elif cur.accept("REFERENCES"):
+            cur.table_name()
+            if (t := cur.peek()) is not None and t.kind == "punct" and t.text == "(":
+                cur.skip_group()
+            while True:
+                if cur.accept("MATCH"):
+                    cur.next()
+                elif cur.accept("ON", "DELETE") or cur.accept("ON", "UPDATE"):
+                    if not cur.accept_any("SET NULL", "SET DEFAULT", "NO ACTION"):
+                        cur.next()
+                else:
+                    break
+        elif cur.accept("GENERATED", "ALWAYS"):
+            pass  # AS (expr) follows
+        elif cur.accept("AS"):
+            if cur.accept("ROW"):  # MariaDB system-versioning: AS ROW START / AS ROW END
+                cur.next()
+            else:
+                cur.skip_group()
+        elif cur.accept_any(
+            "VIRTUAL", "STORED", "PERSISTENT", "WITH SYSTEM VERSIONING", "WITHOUT SYSTEM VERSIONING"
+        ):
+            pass
+        elif cur.accept("ENGINE_ATTRIBUTE") or cur.accept("SECONDARY_ENGINE_ATTRIBUTE"):
+            cur.accept_punct("=")
+            cur.next()
+        elif in_alter and cur.accept("FIRST"):
+            position = ("first", None)
+        elif in_alter and cur.accept("AFTER"):
+            position = ("after", cur.name())
+        else:
+            raise _ParseError(f"column {name!r}: unexpected {cur.peek_text()!r}")
+    if serial:
+        type_text, nullable = "bigint unsigned", False
+    else:
+        type_text = " ".join([cur.text(type_first, type_last), *extra])
+    try:
+        col = column_from_definition(name, type_text, nullable, default, charset=table_charset)
+        if json_check and col.attrs.get("base") == "longtext":
+            col = column_from_definition(
+                name, "json", nullable=nullable, default=default, charset=col.attrs.get("charset")
+            )
+    except ValueError as exc:
+        raise _ParseError(str(exc)) from exc
+    return _ColumnDef(col, pk, position, charset_explicit)
+
+
+def _key_columns(items: list[list[_Tok]]) -> list[str]:
+    """Names in an index column list ``(a, b(10) DESC)``."""
+    names = []
+    for item in items:
+        if not item or not item[0].is_name:
+            raise _ParseError("unsupported index part (expression index on a primary key?)")
+        names.append(item[0].text)
+    return names
+
+
+# ---- statement handlers -------------------------------------------------------------------------
+
+
+class _Registry:
+    """Case-insensitive view of the schemas, tracking the changes one statement makes."""
+
+    def __init__(self, schemas: dict[str, TableSchema], default_database: str | None) -> None:
+        self.current: dict[str, TableSchema] = dict(schemas)
+        self.default_database = default_database
+        self.outcome = DdlOutcome()
+        self._before = {k.lower(): k for k in schemas}
+        self._origin: dict[str, str] = {}  # name now -> name before the statement
+
+    def resolve(self, db: str | None, table: str) -> str:
+        db = db or self.default_database
+        if db is None:
+            raise _ParseError(f"table {table!r} has no database and there is no default database")
+        qualified = f"{db}.{table}"
+        for key in self.current:
+            if key.lower() == qualified.lower():
+                return key
+        return qualified
+
+    def known(self, key: str) -> bool:
+        return key in self.current
+
+    def put(self, key: str, schema: TableSchema) -> None:
+        self.current[key] = schema
+        self.outcome.changes[key] = schema
+
+    def drop(self, key: str) -> None:
+        del self.current[key]
+        self.outcome.changes[key] = None
+        self._origin.pop(key, None)
+
+    def rename(self, old: str, new: str) -> None:
+        db, _, table = new.partition(".")
+        schema = self.current.pop(old)
+        origin = self._origin.pop(old, old)
+        self.current[new] = schema.renamed(db, table)
+        self._origin[new] = origin
+        self.outcome.changes[new] = self.current[new]
+        if old.lower() in self._before and old not in self.current:
+            self.outcome.changes[old] = None
+        if new in self.outcome.changes and origin != new:
+            self.outcome.renamed_from[new] = origin
+        self.outcome.renamed_from.pop(old, None)
+
+    def finish(self) -> DdlOutcome:
+        out = self.outcome
+        # Names that existed neither before nor after (rename intermediates) are not changes.
+        for key in list(out.changes):
+            if key in self.current:
+                out.changes[key] = self.current[key]
+            elif key.lower() in self._before:
+                out.changes[key] = None
+            else:
+                del out.changes[key]
+        out.renamed_from = {k: v for k, v in out.renamed_from.items() if k != v and k in self.current}
+        out.ignored = not out.changes and not out.truncated
+        return out
+
+
+def _create_table(cur: _Cursor, reg: _Registry) -> None:
+    or_replace = cur.accept("OR", "REPLACE")
+    if cur.accept("TEMPORARY"):
+        return  # session-local, never row-logged
+    if not cur.accept("TABLE"):
+        return  # CREATE DATABASE/INDEX/VIEW/USER/... do not shape tables
+    if_not_exists = cur.accept("IF", "NOT", "EXISTS")
+    db, table = cur.table_name()
+    key = reg.resolve(db, table)
+    if reg.known(key) and if_not_exists and not or_replace:
+        return
+    name_db, _, name_table = key.partition(".")
+    # CREATE TABLE a LIKE b  /  CREATE TABLE a (LIKE b)
+    like = cur.accept("LIKE")
+    if not like and (t := cur.peek()) is not None and t.kind == "punct" and t.text == "(":
+        t2 = cur.peek(1)
+        if t2 is not None and t2.is_("LIKE"):
+            cur.next()
+            cur.next()
+            like = True
+    if like:
+        src = reg.resolve(*cur.table_name())
+        if reg.known(src):
+            reg.put(key, reg.current[src].renamed(name_db, name_table))
+        return
+    t = cur.peek()
+    if t is None or not (t.kind == "punct" and t.text == "("):
+        raise _ParseError("CREATE TABLE without a column list (CREATE ... SELECT) is not supported")
+    elements = cur.split_group()
+    table_charset = _table_charset(cur.toks[cur.i :])
+    columns: list[Column] = []
+    pk: list[str] = []
+    json_checks: set[str] = set()
+    for item in elements:
+        head = _Cursor(cur.sql, item)
+        if head.accept("CONSTRAINT"):
+            nxt = head.peek()
+            if nxt is not None and not nxt.is_("PRIMARY", "UNIQUE", "FOREIGN", "CHECK"):
+                head.name()
+        if head.accept("PRIMARY", "KEY"):
+            while (t := head.peek()) is not None and not (t.kind == "punct" and t.text == "("):
+                head.next()  # index name, USING BTREE
+            pk = _key_columns(head.split_group())
+        elif head.accept("CHECK"):
+            body = [t.text.lower() if t.kind == "word" else t.text for t in item[1:]]
+            if len(body) == 6 and body[:3] == ["(", "json_valid", "("] and body[4:] == [")", ")"]:
+                json_checks.add(body[3].lower())
+        elif head.peek_is(
+            "UNIQUE", "KEY", "INDEX", "FULLTEXT", "SPATIAL", "FOREIGN", "PERIOD"
+        ):
+            continue
+        else:
+            cdef = _parse_column_def(cur.sql, item, table_charset)
+            columns.append(cdef.column)
+            if cdef.primary_key:
+                pk = [cdef.column.name]
+    columns = [
+        column_from_definition(c.name, "json", c.nullable, c.default, c.attrs.get("charset"))
+        if c.name.lower() in json_checks and c.attrs.get("base") == "longtext"
+        else c
+        for c in columns
+    ]
+    if not columns:
+        raise _ParseError("CREATE TABLE has no columns")
+    reg.put(key, TableSchema(name_db, name_table, columns, _pk_spelling(columns, pk)))
+
+
+def _table_charset(toks: list[_Tok]) -> str | None:
+    """DEFAULT CHARSET / COLLATE from the table options after the column list."""
+    charset: str | None = None
+    for k, t in enumerate(toks):
+        nxt = toks[k + 1 : k + 4]
+        if t.is_("CHARSET") or (t.is_("CHARACTER") and nxt and nxt[0].is_("SET")):
+            rest = nxt[1:] if t.is_("CHARACTER") else nxt
+            rest = rest[1:] if rest and rest[0].text == "=" else rest
+            if rest:
+                charset = rest[0].text.lower()
+        elif t.is_("COLLATE") and charset is None:
+            rest = nxt[1:] if nxt and nxt[0].text == "=" else nxt
+            if rest:
+                charset = rest[0].text.lower().split("_", 1)[0]
+    return charset
+
+
+def _pk_spelling(columns: list[Column], pk: list[str]) -> list[str]:
+    by_lower = {c.name.lower(): c.name for c in columns}
+    out = []
+    for name in pk:
+        if name.lower() not in by_lower:
+            raise _ParseError(f"primary key names unknown column {name!r}")
+        out.append(by_lower[name.lower()])
+    return out
+
+
+def _guess_table_charset(schema: TableSchema, old: Column | None) -> str:
+    """The table's default charset is not kept in TableSchema: take the replaced column's charset,
+    else the most common charset among the table's text columns, else utf8mb4."""
+    if old is not None and old.attrs.get("charset") not in (None, "binary"):
+        return str(old.attrs["charset"])
+    counts = Counter(
+        c.attrs.get("charset") for c in schema.columns if c.attrs.get("charset") not in (None, "binary")
+        and c.spark_type == "STRING"
+    )
+    return str(counts.most_common(1)[0][0]) if counts else "utf8mb4"
+
+
+def _index_of(columns: list[Column], name: str) -> int:
+    for k, c in enumerate(columns):
+        if c.name.lower() == name.lower():
+            return k
+    return -1
+
+
+def _place(columns: list[Column], col: Column, position: tuple[str, str | None] | None, at: int) -> None:
+    if position is None:
+        columns.insert(at, col)
+    elif position[0] == "first":
+        columns.insert(0, col)
+    else:
+        k = _index_of(columns, position[1] or "")
+        if k < 0:
+            raise _ParseError(f"AFTER names unknown column {position[1]!r}")
+        columns.insert(k + 1, col)
+
+
+def _alter_table(cur: _Cursor, reg: _Registry) -> None:
+    cur.accept("ONLINE")
+    cur.accept("IGNORE")
+    if not cur.accept("TABLE"):
+        return  # ALTER DATABASE/USER/VIEW/EVENT/...
+    cur.accept("IF", "EXISTS")
+    key = reg.resolve(*cur.table_name())
+    if not reg.known(key):
+        return  # not captured: nothing to evolve
+    if cur.accept("WAIT"):
+        cur.next()
+    cur.accept("NOWAIT")
+    schema = reg.current[key]
+    columns = list(schema.columns)
+    pk = list(schema.primary_key)
+    new_key: str | None = None
+    changed = False
+    for spec in cur.split_rest():
+        c = _Cursor(cur.sql, spec)
+        if c.accept("ADD"):
+            if c.accept("COLUMN") or _starts_column(c):
+                c.accept("IF", "NOT", "EXISTS")
+                t = c.peek()
+                if t is not None and t.kind == "punct" and t.text == "(":
+                    defs = [_parse_column_def(cur.sql, item, None, in_alter=True) for item in c.split_group()]
+                    c.i = len(c.toks)
+                else:
+                    defs = [_parse_column_def(cur.sql, c.toks[c.i :], None, in_alter=True)]
+                    c.i = len(c.toks)
+                for d in defs:
+                    col = _with_table_charset(d, schema, None)
+                    if _index_of(columns, col.name) >= 0:
+                        if "IF NOT EXISTS" in " ".join(t.up for t in spec[:4]):
+                            continue
+                        raise _ParseError(f"ADD COLUMN {col.name!r}: the column exists already")
+                    _place(columns, col, d.position, len(columns))
+                    if d.primary_key:
+                        pk = [col.name]
+                changed = True
+            else:
+                if c.accept("CONSTRAINT"):
+                    t = c.peek()
+                    if t is not None and not t.is_("PRIMARY", "UNIQUE", "FOREIGN", "CHECK"):
+                        c.name()
+                if c.accept("PRIMARY", "KEY"):
+                    while (t := c.peek()) is not None and not (t.kind == "punct" and t.text == "("):
+                        c.next()
+                    pk = _pk_spelling(columns, _key_columns(c.split_group()))
+                    columns = [replace(col, nullable=False) if col.name in pk else col for col in columns]
+                    changed = True
+                elif c.peek_is(
+                    "INDEX", "KEY", "UNIQUE", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK", "PARTITION",
+                    "PERIOD", "SYSTEM",
+                ):
+                    pass
+                else:
+                    raise _ParseError(f"unsupported ADD clause {cur.text(spec[0], spec[-1])!r}")
+        elif c.accept("DROP"):
+            if c.accept("PRIMARY", "KEY"):
+                pk, changed = [], True
+            elif c.peek_is(
+                "INDEX", "KEY", "FOREIGN", "CONSTRAINT", "CHECK", "SYSTEM", "PERIOD"
+            ):
+                pass
+            elif c.accept("PARTITION"):
+                raise _ParseError("DROP PARTITION removes rows without row events; re-snapshot the table")
+            else:
+                c.accept("COLUMN")
+                if_exists = c.accept("IF", "EXISTS")
+                name = c.name()
+                k = _index_of(columns, name)
+                if k < 0:
+                    if if_exists:
+                        continue
+                    raise _ParseError(f"DROP COLUMN names unknown column {name!r}")
+                dropped = columns.pop(k).name
+                pk = [p for p in pk if p != dropped]
+                c.accept("RESTRICT") or c.accept("CASCADE")
+                changed = True
+        elif c.accept("MODIFY") or c.accept("CHANGE"):
+            is_change = spec[0].is_("CHANGE")
+            c.accept("COLUMN")
+            if_exists = c.accept("IF", "EXISTS")
+            old_name = c.name() if is_change else c.peek_text()
+            d = _parse_column_def(cur.sql, c.toks[c.i :], None, in_alter=True)
+            c.i = len(c.toks)
+            k = _index_of(columns, old_name)
+            if k < 0:
+                if if_exists:
+                    continue
+                raise _ParseError(f"{spec[0].up} names unknown column {old_name!r}")
+            old = columns.pop(k)
+            col = _with_table_charset(d, schema, old)
+            if _index_of(columns, col.name) >= 0:
+                raise _ParseError(f"CHANGE to an existing column name {col.name!r}")
+            _place(columns, col, d.position, k)
+            pk = [col.name if p == old.name else p for p in pk]
+            if d.primary_key:
+                pk = [col.name]
+            changed = True
+        elif c.accept("RENAME"):
+            if c.accept("COLUMN"):
+                old_name = c.name()
+                if not c.accept("TO"):
+                    raise _ParseError("RENAME COLUMN needs TO")
+                new_name = c.name()
+                k = _index_of(columns, old_name)
+                if k < 0:
+                    raise _ParseError(f"RENAME COLUMN names unknown column {old_name!r}")
+                old = columns[k]
+                columns[k] = replace(old, name=new_name)
+                pk = [new_name if p == old.name else p for p in pk]
+                changed = True
+            elif c.accept("INDEX") or c.accept("KEY"):
+                c.i = len(c.toks)
+            else:
+                c.accept("TO") or c.accept("AS")
+                new_key = reg.resolve(*c.table_name())
+        elif c.accept("ALTER"):
+            if c.peek_is("INDEX", "KEY", "CONSTRAINT", "CHECK"):
+                c.i = len(c.toks)
+                continue
+            c.accept("COLUMN")
+            c.accept("IF", "EXISTS")
+            name = c.name()
+            k = _index_of(columns, name)
+            if k < 0:
+                raise _ParseError(f"ALTER COLUMN names unknown column {name!r}")
+            if c.accept("SET", "DEFAULT"):
+                first = c.peek()
+                _skip_expr(c)
+                assert first is not None
+                columns[k] = replace(columns[k], default=_default_text(c, first, c.toks[c.i - 1]))
+            elif c.accept("DROP", "DEFAULT"):
+                columns[k] = replace(columns[k], default=None)
+            elif c.accept("SET", "VISIBLE") or c.accept("SET", "INVISIBLE"):
+                pass
+            else:
+                raise _ParseError(f"unsupported ALTER COLUMN clause {cur.text(spec[0], spec[-1])!r}")
+            changed = True
+        elif c.accept("CONVERT", "TO"):
+            # Text columns take the new charset (what the binlog decoder needs); types stay STRING.
+            if not (c.accept("CHARACTER", "SET") or c.accept("CHARSET")):
+                raise _ParseError("CONVERT TO needs CHARACTER SET")
+            charset = c.name().lower()
+            if charset != "default":
+                columns = [
+                    replace(col, attrs={**col.attrs, "charset": charset})
+                    if col.spark_type == "STRING" and col.attrs.get("charset") not in (None, "binary")
+                    else col
+                    for col in columns
+                ]
+                changed = True
+        elif (t := c.peek()) is not None and t.up in _PARTITION_DATA_OPS:
+            raise _ParseError(f"{t.up} PARTITION changes rows without row events; re-snapshot the table")
+        elif (t := c.peek()) is not None and t.up in _IGNORED_ALTER_WORDS:
+            pass  # table options, algorithm/lock, partitioning, keys, tablespaces
+        else:
+            raise _ParseError(f"unsupported ALTER TABLE clause {cur.text(spec[0], spec[-1])!r}")
+        if not c.at_end() and _strict_spec(c, spec):
+            raise _ParseError(f"unexpected {c.peek_text()!r} in {cur.text(spec[0], spec[-1])!r}")
+    if changed:
+        reg.put(key, schema.with_columns(columns, _pk_spelling(columns, pk)))
+    if new_key is not None and new_key != key:
+        reg.rename(key, new_key)
+
+
+def _strict_spec(c: _Cursor, spec: list[_Tok]) -> bool:
+    """Specs whose whole text this parser reads (leftover tokens there mean a misread)."""
+    head = " ".join(t.up for t in spec[:2])
+    if head.startswith(("DROP INDEX", "DROP KEY", "DROP FOREIGN", "DROP CONSTRAINT", "DROP CHECK",
+                        "DROP SYSTEM", "DROP PERIOD", "RENAME INDEX", "RENAME KEY")):
+        return False
+    return spec[0].up in ("DROP", "RENAME")
+
+
+_PARTITION_DATA_OPS = {"TRUNCATE", "EXCHANGE"}
+_IGNORED_ALTER_WORDS = {
+    "ENGINE", "ALGORITHM", "LOCK", "FORCE", "AUTO_INCREMENT", "COMMENT", "ROW_FORMAT", "KEY_BLOCK_SIZE",
+    "DEFAULT", "CHARACTER", "CHARSET", "COLLATE", "ORDER", "PARTITION", "REMOVE", "COALESCE", "REORGANIZE",
+    "ANALYZE", "CHECK", "OPTIMIZE", "REBUILD", "REPAIR", "DISCARD", "IMPORT", "ENABLE", "DISABLE",
+    "AVG_ROW_LENGTH", "CHECKSUM", "COMPRESSION", "CONNECTION", "DATA", "INDEX", "DELAY_KEY_WRITE",
+    "ENCRYPTED", "ENCRYPTION", "ENCRYPTION_KEY_ID", "INSERT_METHOD", "MAX_ROWS", "MIN_ROWS", "PACK_KEYS",
+    "PAGE_CHECKSUM", "PAGE_COMPRESSED", "PAGE_COMPRESSION_LEVEL", "PASSWORD", "STATS_AUTO_RECALC",
+    "STATS_PERSISTENT", "STATS_SAMPLE_PAGES", "TABLESPACE", "TRANSACTIONAL", "UNION", "IETF_QUOTES",
+    "SEQUENCE", "WITH", "WITHOUT", "VALIDATION", "UPGRADE", "SECONDARY_ENGINE", "SECONDARY_LOAD",
+    "SECONDARY_UNLOAD", "ENGINE_ATTRIBUTE", "SECONDARY_ENGINE_ATTRIBUTE", "STORAGE", "AUTOEXTEND_SIZE",
+}
+
+
+def _starts_column(c: _Cursor) -> bool:
+    """After ADD without COLUMN: a column definition (or a parenthesised list of them)?"""
+    t = c.peek()
+    if t is None:
+        return False
+    if t.kind == "punct" and t.text == "(":
+        return True
+    if t.is_("IF"):
+        return True
+    return t.is_name and not t.is_(
+        "INDEX", "KEY", "UNIQUE", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK", "CONSTRAINT", "PRIMARY",
+        "PARTITION", "PERIOD", "SYSTEM",
+    )
+
+
+_CHARSET_BASES = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set"}
+
+
+def _with_table_charset(d: _ColumnDef, schema: TableSchema, old: Column | None) -> Column:
+    """A text column added/changed by ALTER without its own charset takes the table default."""
+    col = d.column
+    if d.charset_explicit or col.attrs.get("base") not in _CHARSET_BASES:
+        return col
+    return replace(col, attrs={**col.attrs, "charset": _guess_table_charset(schema, old)})
+
+
+def _drop_table(cur: _Cursor, reg: _Registry) -> None:
+    if cur.accept("TEMPORARY"):
+        return
+    if not cur.accept("TABLE"):
+        return  # DROP DATABASE/INDEX/VIEW/...: no table schema change we track
+    cur.accept("IF", "EXISTS")
+    while True:
+        key = reg.resolve(*cur.table_name())
+        if reg.known(key):
+            reg.drop(key)
+        if not cur.accept_punct(","):
+            break
+    cur.accept("RESTRICT") or cur.accept("CASCADE")
+
+
+def _rename_table(cur: _Cursor, reg: _Registry) -> None:
+    if not cur.accept("TABLE"):
+        return  # RENAME USER
+    while True:
+        old = reg.resolve(*cur.table_name())
+        if cur.accept("WAIT"):
+            cur.next()
+        cur.accept("NOWAIT")
+        if not cur.accept("TO"):
+            raise _ParseError("RENAME TABLE needs TO")
+        new = reg.resolve(*cur.table_name())
+        if reg.known(old):
+            reg.rename(old, new)
+        if not cur.accept_punct(","):
+            break
+
+
+def _truncate(cur: _Cursor, reg: _Registry) -> None:
+    cur.accept("TABLE")
+    key = reg.resolve(*cur.table_name())
+    if reg.known(key):
+        reg.outcome.truncated.append(key)
+
+
+def apply_ddl(statement: str, default_database: str | None, schemas: dict[str, TableSchema]) -> DdlOutcome:
+    """Apply one DDL statement to ``schemas`` (not mutated) and return what it changed.
+
+    Statements that do not shape tables (GRANT, SET, CREATE DATABASE/INDEX/VIEW, SAVEPOINT, ...)
+    and ALTERs of unknown tables come back with ``ignored=True``. A table-shaping statement this
+    parser cannot read raises :class:`DdlParseError` (``position`` is filled in by the caller).
+    """
+    try:
+        toks = _tokenize(statement)
+        cur = _Cursor(statement, toks)
+        reg = _Registry(schemas, default_database)
+        if cur.accept("CREATE"):
+            _create_table(cur, reg)
+        elif cur.accept("ALTER"):
+            _alter_table(cur, reg)
+        elif cur.accept("DROP"):
+            _drop_table(cur, reg)
+        elif cur.accept("RENAME"):
+            _rename_table(cur, reg)
+        elif cur.accept("TRUNCATE"):
+            _truncate(cur, reg)
+        return reg.finish()
+    except _ParseError as exc:
+        raise DdlParseError(statement, position="?", reason=str(exc)) from exc

@@ -1,0 +1,504 @@
+"""The MySQL/MariaDB source: JDBC snapshots and binlog mining over the replication protocol.
+
+Snapshot method (exact although JDBC partitions read at different moments): under ``LOCK TABLES
+... READ`` (no DDL, no commits to those tables) the binlog end is recorded as the low-watermark and
+each table's ``SHOW CREATE TABLE`` is parsed; the locks are released and the partitions are read
+in parallel. Mining then starts at the low-watermark. A change committed after it may already be
+visible to a partition read, but it is re-applied from the binlog with a higher sequence and full
+row images (``binlog_row_image=FULL``), so the apply rules (newest sequence wins, deletes by key)
+converge on the source state.
+
+Binlog rows are decoded with the schema the schema history holds at their position: the TableMap
+columns are renamed/typed from it before a row is read, never from today's information_schema.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+import pymysql
+
+from cdclake.config import SourceConfig
+from cdclake.errors import CdcError, DdlParseError, PreflightError, SchemaMismatchError
+from cdclake.schema import TableSchema
+from cdclake.sources.base import (
+    Begin,
+    Commit,
+    Ddl,
+    LogRecord,
+    Rollback,
+    RowChange,
+    SnapshotStart,
+    Source,
+    WindowEnd,
+)
+from cdclake.sources.mysql import preflight
+from cdclake.sources.mysql.ddl import apply_ddl
+from cdclake.sources.mysql.position import BinlogPosition
+from cdclake.sources.mysql.types import MySqlTypeMapper, table_map_overrides
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+SYSTEM_DATABASES = {"mysql", "information_schema", "performance_schema", "sys"}
+_TXN_CONTROL = re.compile(r"^\s*(BEGIN|COMMIT|ROLLBACK|XA\s|SAVEPOINT|ROLLBACK\s+TO|RELEASE\s+SAVEPOINT)", re.I)
+FL_STANDALONE = 1  # MariaDB GTID flag: the group has no BEGIN/COMMIT (DDL)
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _utc(ts: int | None) -> datetime | None:
+    return None if ts is None else datetime.fromtimestamp(ts, timezone.utc).replace(tzinfo=None)
+
+
+class MySqlSource(Source):
+    def __init__(self, config: SourceConfig, skip_unparsable_ddl: bool = False) -> None:
+        self.config = config
+        self.connector = config.type
+        self.types = MySqlTypeMapper()
+        self.skip_unparsable_ddl = skip_unparsable_ddl
+        self._flavor: str | None = None
+
+    # ---- connections -----------------------------------------------------------------------------
+
+    def _settings(self) -> dict[str, Any]:
+        return {
+            "host": self.config.host,
+            "port": self.config.port,
+            "user": self.config.user,
+            "passwd": self.config.password.get_secret_value(),
+            "connect_timeout": self.config.connect_timeout,
+        }
+
+    def connect(self) -> pymysql.connections.Connection:
+        s = self._settings()
+        try:
+            return pymysql.connect(
+                host=s["host"], port=s["port"], user=s["user"], password=s["passwd"],
+                connect_timeout=s["connect_timeout"], autocommit=True, charset="utf8mb4",
+            )
+        except pymysql.err.OperationalError as exc:
+            raise PreflightError(
+                f"cannot connect to {self.config.type} at {self.config.host}:{self.config.port} as "
+                f"{self.config.user}: {exc.args[-1] if exc.args else exc}",
+                "check source.host, source.port, source.user and the password variable, and that the server runs",
+            ) from None
+
+    @property
+    def flavor(self) -> str:
+        if self._flavor is None:
+            conn = self.connect()
+            try:
+                self._flavor = preflight.detect_flavor(conn)
+            finally:
+                conn.close()
+        return self._flavor
+
+    # ---- Source interface ------------------------------------------------------------------------
+
+    def preflight(self) -> None:
+        conn = self.connect()
+        try:
+            info = preflight.check_server(conn, self.config.server_id)
+            self._flavor = info.flavor
+        finally:
+            conn.close()
+
+    def captured_tables(self) -> list[str]:
+        conn = self.connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(
+                    "SELECT table_schema, table_name FROM information_schema.tables "
+                    "WHERE table_type = 'BASE TABLE' ORDER BY table_schema, table_name"
+                )
+                names = [f"{db}.{t}" for db, t in cur.fetchall() if db.lower() not in SYSTEM_DATABASES]
+        finally:
+            conn.close()
+        return [n for n in names if self.config.captures(n)]
+
+    def snapshot_start(self, tables: list[str]) -> SnapshotStart:
+        conn = self.connect()
+        try:
+            with conn.cursor() as cur:
+                locks = ", ".join(f"{_q(t.split('.', 1)[0])}.{_q(t.split('.', 1)[1])} READ" for t in tables)
+                cur.execute(f"LOCK TABLES {locks}")
+                try:
+                    position = preflight.binlog_end(conn)
+                    schemas: dict[str, TableSchema] = {}
+                    ddl: dict[str, str] = {}
+                    for t in tables:
+                        db, name = t.split(".", 1)
+                        cur.execute(f"SHOW CREATE TABLE {_q(db)}.{_q(name)}")
+                        text = cur.fetchone()[1]
+                        outcome = apply_ddl(text, db, {})
+                        schema = next(s for s in outcome.changes.values() if s is not None)
+                        schemas[t] = schema.renamed(db, name)
+                        ddl[t] = text
+                finally:
+                    cur.execute("UNLOCK TABLES")
+        finally:
+            conn.close()
+        return SnapshotStart(position, schemas, ddl)
+
+    def jdbc_url(self) -> str:
+        # The mysql scheme makes Spark pick its MySQL dialect (backquoted identifiers); the MariaDB
+        # driver accepts it with permitMysqlScheme.
+        return f"jdbc:mysql://{self.config.host}:{self.config.port}/?permitMysqlScheme"
+
+    def jdbc_options(self) -> dict[str, str]:
+        opts = {
+            "url": self.jdbc_url(),
+            "driver": "org.mariadb.jdbc.Driver",
+            "user": self.config.user,
+            "password": self.config.password.get_secret_value(),
+            "fetchsize": str(self.config.snapshot.fetch_size),
+            # Canonical values must not depend on the server's or the JVM's zone.
+            "sessionInitStatement": "SET time_zone = '+00:00'",
+        }
+        opts.update(self.config.jdbc_options)
+        return opts
+
+    def snapshot_read(self, spark: SparkSession, schema: TableSchema) -> DataFrame:
+        db, name = schema.database, schema.table
+        select = ", ".join(self.types.snapshot_select_sql(c) for c in schema.columns)
+        query = f"(SELECT {select} FROM {_q(db)}.{_q(name)}) AS cdclake_snapshot"
+        reader = spark.read.format("jdbc").options(**self.jdbc_options()).option("dbtable", query)
+        bounds = self._partition_bounds(schema)
+        if bounds is not None:
+            column, low, high, parts = bounds
+            reader = (
+                reader.option("partitionColumn", column).option("lowerBound", str(low))
+                .option("upperBound", str(high + 1)).option("numPartitions", str(parts))
+            )
+        frame = reader.load()
+        return frame.selectExpr(
+            *[f"CAST({_q(c.name)} AS {self.types.canonical_type(c)}) AS {_q(c.name)}" for c in schema.columns]
+        )
+
+    def _partition_bounds(self, schema: TableSchema) -> tuple[str, int, int, int] | None:
+        """Key ranges for parallel reads: an integer primary key split into ``snapshot.partitions``."""
+        if len(schema.primary_key) != 1:
+            return None
+        key = schema.column(schema.primary_key[0])
+        if key.attrs.get("base") not in ("tinyint", "smallint", "mediumint", "int", "integer", "bigint"):
+            return None
+        if key.attrs.get("base") == "bigint" and key.attrs.get("unsigned"):
+            return None
+        conn = self.connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(
+                    "SELECT table_rows FROM information_schema.tables WHERE table_schema = %s AND table_name = %s",
+                    (schema.database, schema.table),
+                )
+                row = cur.fetchone()
+                estimate = int(row[0] or 0) if row else 0
+                parts = min(self.config.snapshot.partitions,
+                            max(1, estimate // self.config.snapshot.min_rows_per_partition))
+                if parts < 2:
+                    return None
+                cur.execute(f"SELECT MIN({_q(key.name)}), MAX({_q(key.name)}) FROM "
+                            f"{_q(schema.database)}.{_q(schema.table)}")
+                low, high = cur.fetchone()
+        finally:
+            conn.close()
+        if low is None:
+            return None
+        return key.name, int(low), int(high), parts
+
+    def current_position(self) -> BinlogPosition:
+        conn = self.connect()
+        try:
+            return preflight.binlog_end(conn)
+        finally:
+            conn.close()
+
+    def position_from_dict(self, data: Mapping[str, Any]) -> BinlogPosition:
+        return BinlogPosition.from_dict(data)
+
+    def check_available(self, start: BinlogPosition) -> None:  # type: ignore[override]
+        conn = self.connect()
+        try:
+            preflight.check_binlog_available(conn, start, self.flavor, resume_by=self.config.position_mode)
+        finally:
+            conn.close()
+
+    # ---- mining ----------------------------------------------------------------------------------
+
+    def mine(  # type: ignore[override]
+        self,
+        start: BinlogPosition,
+        end: BinlogPosition,
+        schemas: dict[str, TableSchema],
+        next_schema_version: int,
+        max_events: int | None = None,
+        floors: dict[str, int] | None = None,
+    ) -> Iterator[LogRecord]:
+        reader = _BinlogWindow(self, start, end, dict(schemas), next_schema_version, max_events, floors or {})
+        yield from reader.run()
+
+
+class _BinlogWindow:
+    """Reads one window of the binlog and turns events into log records."""
+
+    def __init__(self, source: MySqlSource, start: BinlogPosition, end: BinlogPosition,
+                 schemas: dict[str, TableSchema], next_version: int, max_events: int | None,
+                 floors: dict[str, int]) -> None:
+        self.source = source
+        self.start = start
+        self.end = end
+        self.schemas = schemas
+        self.versions = {t: next_version - 1 for t in schemas}  # bronze schema_version per table
+        self.next_version = next_version
+        self.max_events = max_events
+        self.floors = floors
+        self.mariadb = source.flavor == "mariadb"
+        self.gtid = _GtidTracker(self.mariadb, start.gtid)
+        self.row_events = 0
+        self.txid: str | None = None
+
+    def _position(self, stream: Any) -> BinlogPosition:
+        return BinlogPosition(stream.log_file, int(stream.log_pos), self.gtid.text())
+
+    def run(self) -> Iterator[LogRecord]:
+        from pymysqlreplication import BinLogStreamReader
+        from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, QueryEvent, RotateEvent, XidEvent
+        from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
+
+        settings = self.source._settings()
+        by_gtid = self.source.config.position_mode == "gtid" and bool(self.start.gtid)
+        stream = BinLogStreamReader(
+            connection_settings=settings,
+            server_id=self.source.config.server_id,
+            # Registering makes a second client with the same server_id visible to preflight.
+            report_slave=f"cdclake-{self.source.config.server_id}",
+            blocking=False,
+            resume_stream=True,
+            log_file=self.start.file,
+            log_pos=self.start.pos,
+            auto_position=self.start.gtid if by_gtid else None,
+            only_events=[GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent, RotateEvent, TableMapEvent,
+                         WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
+            # The library's MariaDB mode always dumps from the first binlog unless resuming by
+            # GTID; a plain COM_BINLOG_DUMP at file/offset works on both flavours.
+            is_mariadb=self.mariadb and by_gtid,
+            freeze_schema=True,
+            enable_logging=False,
+        )
+        ops = {WriteRowsEvent: "c", UpdateRowsEvent: "u", DeleteRowsEvent: "d"}
+        boundary = self.start
+        try:
+            for event in stream:
+                kind = type(event)
+                if kind is MariadbGtidEvent:
+                    self.gtid.pending = event.gtid
+                    self.txid = event.gtid
+                    if not event.flags & FL_STANDALONE:
+                        yield Begin(self.txid, self._position(stream))
+                    continue
+                if kind is GtidEvent:
+                    self.gtid.pending = event.gtid
+                    self.txid = event.gtid
+                    continue
+                if kind is TableMapEvent:
+                    self._patch_table_map(stream, event)
+                    continue
+                if kind in ops:
+                    table = f"{event.schema}.{event.table}"
+                    if table not in self.schemas or not self.source.config.captures(table):
+                        continue
+                    here = BinlogPosition(stream.log_file, int(stream.log_pos)).ordinal
+                    if here <= self.floors.get(table, -1):
+                        continue
+                    if self.txid is None:
+                        self.txid = f"{stream.log_file}:{stream.log_pos}"
+                        yield Begin(self.txid, self._position(stream))
+                    yield from self._rows(event, ops[kind], table)
+                    continue
+                if kind is XidEvent:
+                    self.gtid.commit()
+                    boundary = self._position(stream)
+                    yield Commit(self.txid or f"xid:{event.xid}", boundary, _utc(event.timestamp))
+                    self.txid = None
+                    if self._should_stop(boundary):
+                        break
+                    continue
+                if kind is QueryEvent:
+                    stop, records = self._query(event, stream)
+                    yield from records
+                    if stop is not None:
+                        boundary = self._position(stream)
+                        if self._should_stop(boundary):
+                            break
+                    continue
+                if kind is RotateEvent and self.txid is None:
+                    boundary = self._position(stream)
+                    if self._should_stop(boundary):
+                        break
+            else:
+                if self.txid is None:
+                    boundary = self._position(stream)
+        finally:
+            stream.close()
+        yield WindowEnd(boundary)
+
+    def _should_stop(self, at: BinlogPosition) -> bool:
+        if at.ordinal >= self.end.ordinal:
+            return True
+        return self.max_events is not None and self.row_events >= self.max_events
+
+    def _patch_table_map(self, stream: Any, event: Any) -> None:
+        table = f"{event.schema}.{event.table}"
+        schema = self.schemas.get(table)
+        here = BinlogPosition(stream.log_file, int(stream.log_pos)).ordinal
+        if schema is None or here <= self.floors.get(table, -1):
+            return
+        mapped = stream.table_map[event.table_id].columns
+        if len(mapped) != len(schema.columns):
+            raise SchemaMismatchError(
+                f"binlog rows of {table} at {stream.log_file}:{stream.log_pos} have {len(mapped)} columns but the "
+                f"schema history says {len(schema.columns)} ({', '.join(schema.column_names)})",
+                "a DDL was missed (e.g. skipped as unparsable) or the table changed outside the binlog; "
+                "re-snapshot the table with 'cdclake snapshot --config <file> --tables <regex>'",
+            )
+        for col, source_col in zip(mapped, schema.columns):
+            for attr, value in table_map_overrides(source_col).items():
+                setattr(col, attr, value)
+
+    def _rows(self, event: Any, op: str, table: str) -> Iterator[RowChange]:
+        schema = self.schemas[table]
+        convert = self.source.types.canonical_from_binlog
+        columns = schema.columns
+        version = self.versions.get(table, self.next_version - 1)
+        txid = self.txid or ""
+        for row in event.rows:
+            self.row_events += 1
+            if op == "u":
+                b, a = row["before_values"], row["after_values"]
+                before = {c.name: convert(c, b[c.name]) for c in columns}
+                after = {c.name: convert(c, a[c.name]) for c in columns}
+            elif op == "c":
+                v = row["values"]
+                before, after = None, {c.name: convert(c, v[c.name]) for c in columns}
+            else:
+                v = row["values"]
+                before, after = {c.name: convert(c, v[c.name]) for c in columns}, None
+            yield RowChange(txid, table, op, before, after, version)
+
+    def _query(self, event: Any, stream: Any) -> tuple[str | None, list[LogRecord]]:
+        """Handle a query event; returns (group end marker or None, records)."""
+        sql = event.query if isinstance(event.query, str) else event.query.decode("utf-8", "replace")
+        position = self._position(stream)
+        head = sql.lstrip().upper()
+        if head.startswith("BEGIN"):
+            if self.txid is None:
+                self.txid = f"{stream.log_file}:{stream.log_pos}"
+            return None, [Begin(self.txid, position)]
+        if head.startswith("COMMIT"):  # non-transactional engines end their group this way
+            self.gtid.commit()
+            position = self._position(stream)
+            txid, self.txid = self.txid, None
+            return "commit", [Commit(txid or f"{position}", position, _utc(event.timestamp))]
+        if head.startswith("ROLLBACK") and not head.startswith("ROLLBACK TO"):
+            txid, self.txid = self.txid, None
+            self.gtid.pending = None
+            return "rollback", [Rollback(txid or "", position)]
+        if _TXN_CONTROL.match(sql):
+            return None, []
+        # A DDL statement: its own group, committed implicitly.
+        self.gtid.commit()
+        position = self._position(stream)
+        self.txid = None
+        database = event.schema.decode() if isinstance(event.schema, bytes) else (event.schema or None)
+        return "ddl", self._ddl(sql, database, position, _utc(event.timestamp))
+
+    def _ddl(self, sql: str, database: str | None, position: BinlogPosition,
+             commit_ts: datetime | None) -> list[LogRecord]:
+        try:
+            outcome = apply_ddl(sql, database, self.schemas)
+        except DdlParseError as exc:
+            if not self.source.skip_unparsable_ddl:
+                raise DdlParseError(sql, position.describe(), exc.problem.split(": ", 1)[-1]) from None
+            return [Ddl(position, sql, database, {}, commit_ts, skipped_reason=exc.problem)]
+        records: list[LogRecord] = []
+        captured = self.source.config.captures
+        for table in outcome.truncated:
+            if table in self.schemas and position.ordinal > self.floors.get(table, -1):
+                txid = f"truncate:{position}"
+                records += [
+                    Begin(txid, position),
+                    RowChange(txid, table, "t", None, None, self.versions.get(table, self.next_version - 1)),
+                    Commit(txid, position, commit_ts),
+                ]
+        if outcome.ignored or not outcome.changes:
+            return records
+        changes: dict[str, TableSchema | None] = {}
+        for table, schema in outcome.changes.items():
+            if not captured(table) and table not in self.schemas:
+                continue
+            if position.ordinal <= self.floors.get(table, -1):
+                continue
+            if schema is None or not captured(table):
+                self.schemas.pop(table, None)
+                changes[table] = None
+            else:
+                self.schemas[table] = schema
+                changes[table] = schema
+            self.versions[table] = self.next_version
+            self.next_version += 1
+        if changes:
+            renames = {new: old for new, old in outcome.renamed_from.items() if new in changes}
+            column_renames = getattr(outcome, "column_renames", {}) or {}
+            records.append(Ddl(position, sql, database, changes, commit_ts, renames,
+                               {t: r for t, r in column_renames.items() if t in changes}))
+        return records
+
+
+class _GtidTracker:
+    """The GTID position as transactions commit (MariaDB domain list or MySQL GTID set)."""
+
+    def __init__(self, mariadb: bool, initial: str | None) -> None:
+        self.mariadb = mariadb
+        self.pending: str | None = None
+        self.domains: dict[int, str] = {}
+        self.mysql_set: Any = None
+        if mariadb:
+            for part in (initial or "").split(","):
+                part = part.strip()
+                if part:
+                    self.domains[int(part.split("-", 1)[0])] = part
+        elif initial:
+            from pymysqlreplication.gtid import GtidSet
+
+            self.mysql_set = GtidSet(initial)
+
+    def commit(self) -> None:
+        if self.pending is None:
+            return
+        if self.mariadb:
+            self.domains[int(self.pending.split("-", 1)[0])] = self.pending
+        else:
+            from pymysqlreplication.gtid import Gtid, GtidSet
+
+            if self.mysql_set is None:
+                self.mysql_set = GtidSet(self.pending)
+            else:
+                self.mysql_set = self.mysql_set + Gtid(self.pending)
+        self.pending = None
+
+    def text(self) -> str | None:
+        if self.mariadb:
+            return ",".join(self.domains[d] for d in sorted(self.domains)) or None
+        return str(self.mysql_set) if self.mysql_set is not None else None
+
+
+def source_for(config: SourceConfig, skip_unparsable_ddl: bool = False) -> MySqlSource:
+    if config.type not in ("mysql", "mariadb"):
+        raise CdcError(f"source.type {config.type!r} is not a MySQL/MariaDB source", "use mysql or mariadb")
+    return MySqlSource(config, skip_unparsable_ddl)

@@ -1,0 +1,1 @@
+"""Helpers for tests, the demo and benchmarks: throwaway database servers (never a system-wide one)."""

@@ -1,0 +1,23 @@
+-- Generated from cdclake.engine.control / cdclake.engine.events; Spark SQL DDL.
+-- <lake>/<pipeline>/_cdclake/bronze
+CREATE TABLE bronze (window_id BIGINT, source_table STRING, op STRING, seq DECIMAL(38,0), position STRING,
+  txid STRING, commit_ts TIMESTAMP, schema_version BIGINT, before STRING, after STRING) USING delta;
+
+-- <lake>/<pipeline>/_cdclake/checkpoints
+CREATE TABLE checkpoints (rev BIGINT, kind STRING, window_id BIGINT, status STRING, table_name STRING,
+  position STRING, position_ordinal DECIMAL(38,0), start_position STRING, end_limit STRING, max_events BIGINT,
+  run_id STRING, updated_at TIMESTAMP, detail STRING) USING delta;
+
+-- <lake>/<pipeline>/_cdclake/schema_history
+CREATE TABLE schema_history (version BIGINT, source_table STRING, seq DECIMAL(38,0), position STRING,
+  ddl STRING, kind STRING, schema STRING, renamed_from STRING, column_renames STRING, window_id BIGINT,
+  recorded_at TIMESTAMP) USING delta;
+
+-- <lake>/<pipeline>/_cdclake/runs
+CREATE TABLE runs (run_id STRING, command STRING, window_id BIGINT, status STRING, started_at TIMESTAMP,
+  ended_at TIMESTAMP, duration_s DOUBLE, events BIGINT, transactions BIGINT, rows_by_table MAP<STRING,BIGINT>,
+  lag_s DOUBLE, start_position STRING, end_position STRING, error STRING) USING delta;
+
+-- <lake>/<pipeline>/_cdclake/dead_letters
+CREATE TABLE dead_letters (window_id BIGINT, source_table STRING, seq DECIMAL(38,0), position STRING,
+  op STRING, reason STRING, before STRING, after STRING, recorded_at TIMESTAMP) USING delta;
