@@ -20,7 +20,9 @@ A kill at any instant leaves a window that the next run finishes with the same b
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -67,6 +69,21 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 MAX_STEPS_PER_WINDOW = 1000  # idempotency version = window * 1000 + step
+CRASH_ENV = "CDCLAKE_CRASH_AT"  # fault injection for the kill tests: "<point>[:<nth>]"
+_crash_hits: dict[str, int] = {}
+
+
+def crash_point(name: str) -> None:
+    """Die like ``kill -9`` when ``$CDCLAKE_CRASH_AT`` names this point (tests prove exactly-once)."""
+    wanted = os.environ.get(CRASH_ENV)
+    if not wanted:
+        return
+    point, _, nth = wanted.partition(":")
+    if point != name:
+        return
+    _crash_hits[name] = _crash_hits.get(name, 0) + 1
+    if _crash_hits[name] >= int(nth or 1):
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 @dataclass
@@ -209,6 +226,7 @@ class Pipeline:
                 end=None,
             )
             self.control.plan_window(window.window_id, window.start, window.end_limit, max_events, report.run_id)
+            crash_point("planned")
         report.window_id = window.window_id
         start = self.source.position_from_dict(window.start)
         report.start = start.describe()
@@ -219,6 +237,7 @@ class Pipeline:
             end = self._mine_window(window, start, states, report)
         report.end = end.describe()
         new_states = self._apply_window(window, end, states, report)
+        crash_point("applied")
         self.control.complete_window(window, end.to_dict(), end.ordinal, new_states, report.run_id)
 
     def _bronze_window_end(self, window_id: int) -> Position | None:
@@ -304,7 +323,9 @@ class Pipeline:
                 f"mining window {wid} ended inside transaction(s) {open_txns[:5]} or without an end position",
                 "this is a bug in the source plug-in: windows must end on a transaction boundary",
             )
+        crash_point("staged")
         self.control.append_history(history, (f"cdclake:{self.config.pipeline}:history", wid))
+        crash_point("history")
         stats = assembler.stats
         marker = {
             "end": end.to_dict(), "events": stats.events, "transactions": stats.transactions,
@@ -323,6 +344,7 @@ class Pipeline:
             .option("txnAppId", f"cdclake:{self.config.pipeline}:bronze").option("txnVersion", wid)
             .save(self.layout.bronze)
         )
+        crash_point("bronze")
         hadoop_delete(self.spark, staging)
         report.events, report.transactions = stats.events, stats.transactions
         report.rows_by_table = dict(stats.rows_by_table)
@@ -403,6 +425,7 @@ class Pipeline:
                     self.targets.create(path, schema)
                 self.targets.merge_changes(path, schema, self._key_columns(schema), segment, app_id,
                                            wid * MAX_STEPS_PER_WINDOW + step)
+                crash_point("merge")
             if kind == "end":
                 break
             step += 1
@@ -413,8 +436,10 @@ class Pipeline:
             if kind == "truncate":
                 if is_delta_table(self.spark, path):
                     self.targets.truncate(path, seq, app_id, wid * MAX_STEPS_PER_WINDOW + step)
+                    crash_point("truncate")
             elif not done:
                 self._apply_ddl(path, entry, seq)
+                crash_point("ddl")
                 self.targets.set_marker(path, wid, step)
             if kind == "ddl":
                 schema = entry.schema

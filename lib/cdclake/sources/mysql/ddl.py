@@ -38,6 +38,8 @@ class DdlOutcome:
     renamed_from: dict[str, str] = field(default_factory=dict)  # new name -> old name
     truncated: list[str] = field(default_factory=list)
     ignored: bool = False  # the statement does not affect any known table schema
+    # table (name after the statement) -> {old column name: new column name}; renames keep data
+    column_renames: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 # ---- tokenizer ---------------------------------------------------------------------------------
@@ -640,6 +642,7 @@ def _alter_table(cur: _Cursor, reg: _Registry) -> None:
     columns = list(schema.columns)
     pk = list(schema.primary_key)
     new_key: str | None = None
+    renames: dict[str, str] = {}
     changed = False
     for spec in cur.split_rest():
         c = _Cursor(cur.sql, spec)
@@ -720,6 +723,8 @@ def _alter_table(cur: _Cursor, reg: _Registry) -> None:
             if _index_of(columns, col.name) >= 0:
                 raise _ParseError(f"CHANGE to an existing column name {col.name!r}")
             _place(columns, col, d.position, k)
+            if col.name != old.name:
+                renames[old.name] = col.name
             pk = [col.name if p == old.name else p for p in pk]
             if d.primary_key:
                 pk = [col.name]
@@ -735,6 +740,7 @@ def _alter_table(cur: _Cursor, reg: _Registry) -> None:
                     raise _ParseError(f"RENAME COLUMN names unknown column {old_name!r}")
                 old = columns[k]
                 columns[k] = replace(old, name=new_name)
+                renames[old.name] = new_name
                 pk = [new_name if p == old.name else p for p in pk]
                 changed = True
             elif c.accept("INDEX") or c.accept("KEY"):
@@ -789,6 +795,14 @@ def _alter_table(cur: _Cursor, reg: _Registry) -> None:
         reg.put(key, schema.with_columns(columns, _pk_spelling(columns, pk)))
     if new_key is not None and new_key != key:
         reg.rename(key, new_key)
+    if renames:
+        # Chained renames in one statement (a->b, b->c) collapse to a->c.
+        final: dict[str, str] = {}
+        for old, new in renames.items():
+            origin = next((o for o, n in final.items() if n == old), old)
+            final.pop(origin, None)
+            final[origin] = new
+        reg.outcome.column_renames[new_key or key] = final
 
 
 def _strict_spec(c: _Cursor, spec: list[_Tok]) -> bool:

@@ -379,16 +379,14 @@ class _BinlogWindow:
         txid = self.txid or ""
         for row in event.rows:
             self.row_events += 1
+            # none_sources tells an empty SET (canonical '') from a real NULL.
             if op == "u":
-                b, a = row["before_values"], row["after_values"]
-                before = {c.name: convert(c, b[c.name]) for c in columns}
-                after = {c.name: convert(c, a[c.name]) for c in columns}
+                before = _canonical(convert, columns, row["before_values"], row.get("before_none_sources"))
+                after = _canonical(convert, columns, row["after_values"], row.get("after_none_sources"))
             elif op == "c":
-                v = row["values"]
-                before, after = None, {c.name: convert(c, v[c.name]) for c in columns}
+                before, after = None, _canonical(convert, columns, row["values"], row.get("none_sources"))
             else:
-                v = row["values"]
-                before, after = {c.name: convert(c, v[c.name]) for c in columns}, None
+                before, after = _canonical(convert, columns, row["values"], row.get("none_sources")), None
             yield RowChange(txid, table, op, before, after, version)
 
     def _query(self, event: Any, stream: Any) -> tuple[str | None, list[LogRecord]]:
@@ -458,6 +456,13 @@ class _BinlogWindow:
             records.append(Ddl(position, sql, database, changes, commit_ts, renames,
                                {t: r for t, r in column_renames.items() if t in changes}))
         return records
+
+
+def _canonical(convert: Any, columns: list[Any], values: dict[str, Any],
+               none_sources: dict[str, str] | None) -> dict[str, Any]:
+    if not none_sources:
+        return {c.name: convert(c, values[c.name]) for c in columns}
+    return {c.name: convert(c, values[c.name], none_sources.get(c.name)) for c in columns}
 
 
 class _GtidTracker:

@@ -418,6 +418,41 @@ class MySqlTypeMapper(TypeMapper):
             return f"unhex({expr})"
         return expr
 
+    def initial_value_sql(self, column: Column) -> str | None:
+        """Value rows existing before ``ALTER TABLE ... ADD column`` hold: the column default, else
+        MySQL's implicit default for NOT NULL columns (0, '', first ENUM member; zero dates -> NULL).
+
+        ``CURRENT_TIMESTAMP`` defaults take the apply time (the ALTER's own instant is not logged).
+        """
+        base = column.attrs.get("base") or self._base(column)
+        default = column.default
+        if default is None or default.upper() == "NULL":
+            if column.nullable:
+                return None
+            if base in _INTEGERS or base in ("year", "decimal", "float", "double", "time", "bit"):
+                default = "0"
+            elif base == "enum":
+                default = "'" + column.attrs.get("enum_values", [""])[0].replace("'", "''") + "'"
+            elif base in ("date", "datetime", "timestamp"):
+                return None  # the zero date, which maps to NULL
+            else:
+                default = "''"
+        if default.lower().startswith(("current_timestamp", "now(", "localtime")):
+            return "current_timestamp()" if base == "timestamp" else "CAST(current_timestamp() AS TIMESTAMP_NTZ)"
+        if default.startswith("'") and default.endswith("'"):
+            text = default[1:-1].replace("''", "'").replace("\\'", "'")
+            if base == "timestamp":
+                return f"try_cast('{_sql_quote(text)}' AS TIMESTAMP)"
+            if column.spark_type == "BINARY":
+                return f"CAST('{_sql_quote(text)}' AS BINARY)"
+            canonical = f"'{_sql_quote(text)}'"
+            if self.canonical_type(column) != "STRING":
+                canonical = f"try_cast({canonical} AS {self.canonical_type(column)})"
+            return self.to_delta_sql(column, canonical)
+        if re.fullmatch(r"[-+]?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?", default):
+            return self.to_delta_sql(column, f"CAST('{default}' AS {self.canonical_type(column)})")
+        return None  # an expression default (MariaDB 10.2+): not evaluable here
+
     @staticmethod
     def _base(column: Column) -> str:
         return str(column_from_definition(column.name, column.source_type).attrs["base"])
@@ -582,3 +617,7 @@ def _json_keys_to_str(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.decode()
     return value
+
+
+def _sql_quote(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("'", "\\'")

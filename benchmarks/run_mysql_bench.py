@@ -1,0 +1,425 @@
+"""cdclake MySQL/MariaDB benchmark: snapshot, mining+apply, binlog decode baselines and MERGE scaling.
+
+Everything runs against ONE throwaway MariaDB server (``cdclake.testing.mariadb.MariaDBServer``)
+and one local Spark session (the pipeline's), in this order:
+
+1. ``sysbench oltp_read_write prepare`` of ``sbtest.sbtest1`` (``--table-size``), then the snapshot
+   of that table three ways: ``Pipeline.snapshot()``, a plain partitioned ``spark.read.jdbc`` written
+   to a Delta table, and the same plain read with ``.count()`` only.
+2. ``sysbench oltp_write_only run --events=E`` after the snapshot, then ONE ``Pipeline.mine()``
+   window (mine + bronze + MERGE into the target). On the same binlog range: the decode rate of
+   python-mysql-replication alone and the wall time of ``mariadb-binlog --verbose
+   --base64-output=DECODE-ROWS``.
+3. The bronze change set of that window MERGEd (``TargetTables.merge_changes``) into two synthetic
+   targets shaped like the snapshot target, one ``--merge-rows`` rows and one 10x bigger.
+
+Usage: ``.venv/bin/python benchmarks/run_mysql_bench.py [--table-size N] [--events E] ...``
+(``make bench``). Prints a results table and writes ``benchmarks/out/results.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "lib"))
+
+from cdclake.config import load_config_text  # noqa: E402
+from cdclake.engine.events import META_POSITION, META_SEQ  # noqa: E402
+from cdclake.engine.lake import read_delta  # noqa: E402
+from cdclake.runtime import open_pipeline  # noqa: E402
+from cdclake.testing.mariadb import MariaDBServer  # noqa: E402
+
+TABLE = "sbtest.sbtest1"
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--table-size", type=int, default=200_000, help="sysbench rows of sbtest1 (snapshot size)")
+    ap.add_argument("--events", type=int, default=25_000,
+                    help="sysbench oltp_write_only events (each makes ~4 row changes)")
+    ap.add_argument("--threads", type=int, default=2, help="sysbench threads for the write workload")
+    ap.add_argument("--partitions", type=int, default=4, help="JDBC partitions (snapshot and plain read)")
+    ap.add_argument("--merge-rows", type=int, default=None,
+                    help="rows of the small MERGE target (default: --table-size); the big one is 10x")
+    ap.add_argument("--merge-factor", type=int, default=10, help="size ratio of the big MERGE target")
+    ap.add_argument("--buffer-pool", default="1G", help="InnoDB buffer pool of the throwaway server")
+    ap.add_argument("--no-warmup", action="store_true", help="skip the untimed JVM/InnoDB warm-up read")
+    ap.add_argument("--workdir", default=None, help="lake/scratch dir (default: a temp dir, removed)")
+    ap.add_argument("--out", default=str(HERE / "out" / "results.json"))
+    return ap.parse_args(argv)
+
+
+# ---- machine facts ---------------------------------------------------------------------------------
+
+
+def machine_facts() -> dict[str, object]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_gib = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem_gib = round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    import pymysqlreplication
+    import pyspark
+
+    try:
+        from importlib.metadata import version
+
+        delta_version = version("delta-spark")
+        repl_version = version("mysql-replication")
+    except Exception:
+        delta_version = repl_version = "unknown"
+    try:
+        sysbench = subprocess.run(["sysbench", "--version"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        sysbench = "not installed"
+    try:
+        mbinlog = subprocess.run(["mariadb-binlog", "--version"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        mbinlog = "not installed"
+    _ = pymysqlreplication
+    return {
+        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
+        "nproc": os.cpu_count(),
+        "mem_gib": mem_gib,
+        "cpu_model": cpu,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "pyspark": pyspark.__version__,
+        "delta_spark": delta_version,
+        "mysql_replication": repl_version,
+        "sysbench": sysbench,
+        "mariadb_binlog": mbinlog,
+    }
+
+
+# ---- helpers ---------------------------------------------------------------------------------------
+
+
+def sysbench(db: MariaDBServer, test: str, command: str, *extra: str) -> float:
+    cmd = [
+        "sysbench", test, "--db-driver=mysql", "--mysql-host=127.0.0.1", f"--mysql-port={db.port}",
+        "--mysql-user=root", f"--mysql-password={db.root_password}", "--mysql-db=sbtest", "--tables=1",
+        *extra, command,
+    ]
+    t0 = time.perf_counter()
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    took = time.perf_counter() - t0
+    if res.returncode != 0:
+        raise RuntimeError(f"sysbench {test} {command} failed ({res.returncode}):\n{res.stdout[-3000:]}\n"
+                           f"{res.stderr[-3000:]}")
+    return took
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def rate(n: float, seconds: float) -> float:
+    return round(n / seconds, 1) if seconds > 0 else float("nan")
+
+
+# ---- sections --------------------------------------------------------------------------------------
+
+
+def bench_snapshot(args, db, pipeline, work: Path) -> dict:
+    spark = pipeline.spark
+    source = pipeline.source
+    n = args.table_size
+    jdbc = source.jdbc_options()
+    low, high = db.query("SELECT MIN(id), MAX(id) FROM sbtest.sbtest1")[0]
+    rows = int(db.query("SELECT COUNT(*) FROM sbtest.sbtest1")[0][0])
+
+    def plain_reader():
+        return (
+            spark.read.format("jdbc").options(**jdbc).option("dbtable", "`sbtest`.`sbtest1`")
+            .option("partitionColumn", "id").option("lowerBound", str(low)).option("upperBound", str(high + 1))
+            .option("numPartitions", str(args.partitions)).load()
+        )
+
+    if not args.no_warmup:
+        log("warm-up: plain JDBC read -> Delta (untimed)")
+        plain_reader().write.format("delta").mode("overwrite").save(str(work / "warmup_plain"))
+
+    log(f"Pipeline.snapshot() of {TABLE} ({rows} rows)")
+    report, snap_wall = timed(pipeline.snapshot)
+    snap_rows = report.rows_by_table.get(TABLE, 0)
+    log(f"  snapshot: {snap_rows} rows in {snap_wall:.2f}s (report.duration_s={report.duration_s:.2f})")
+
+    log("plain spark.read.jdbc -> Delta")
+    _, plain_write_s = timed(lambda: plain_reader().write.format("delta").mode("overwrite")
+                             .save(str(work / "plain_delta")))
+    log(f"  plain -> Delta: {plain_write_s:.2f}s")
+    count, plain_count_s = timed(lambda: plain_reader().count())
+    log(f"  plain .count(): {count} rows in {plain_count_s:.2f}s")
+    return {
+        "table": TABLE,
+        "sysbench_table_size": n,
+        "rows": rows,
+        "jdbc_partitions": args.partitions,
+        "pipeline_snapshot_s": round(snap_wall, 3),
+        "pipeline_snapshot_report_duration_s": round(report.duration_s, 3),
+        "pipeline_snapshot_rows_per_s": rate(snap_rows, snap_wall),
+        "plain_jdbc_to_delta_s": round(plain_write_s, 3),
+        "plain_jdbc_to_delta_rows_per_s": rate(rows, plain_write_s),
+        "plain_jdbc_count_s": round(plain_count_s, 3),
+        "plain_jdbc_count_rows_per_s": rate(count, plain_count_s),
+        "snapshot_vs_plain_delta": round(plain_write_s / snap_wall, 3),
+        "snapshot_position": report.start,
+    }
+
+
+def pylib_decode(db: MariaDBServer, start_file: str, start_pos: int) -> tuple[int, dict, float]:
+    """python-mysql-replication alone: iterate every row of Write/Update/Delete events to the end."""
+    from pymysqlreplication import BinLogStreamReader
+    from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
+
+    settings = {"host": "127.0.0.1", "port": db.port, "user": db.cdc_user, "passwd": db.cdc_password}
+    t0 = time.perf_counter()
+    stream = BinLogStreamReader(
+        connection_settings=settings, server_id=4242, blocking=False, resume_stream=True,
+        log_file=start_file, log_pos=start_pos,
+        only_events=[TableMapEvent, WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
+        freeze_schema=True, enable_logging=False,
+    )
+    counts = {"insert": 0, "update": 0, "delete": 0}
+    names = {WriteRowsEvent: "insert", UpdateRowsEvent: "update", DeleteRowsEvent: "delete"}
+    total = 0
+    try:
+        for event in stream:
+            kind = names.get(type(event))
+            if kind is None:
+                continue
+            for _row in event.rows:
+                total += 1
+                counts[kind] += 1
+    finally:
+        stream.close()
+    return total, counts, time.perf_counter() - t0
+
+
+def mysqlbinlog_decode(db: MariaDBServer, start_file: str, start_pos: int) -> tuple[float, list[str]]:
+    files = [f for f, _ in db.binlog_files()]
+    files = files[files.index(start_file):]
+    paths = [str(db.datadir / f) for f in files]
+    cmd = ["mariadb-binlog", "--verbose", "--base64-output=DECODE-ROWS", f"--start-position={start_pos}", *paths]
+    t0 = time.perf_counter()
+    with open(os.devnull, "wb") as devnull:
+        res = subprocess.run(cmd, stdout=devnull, stderr=subprocess.PIPE)
+    took = time.perf_counter() - t0
+    if res.returncode != 0:
+        raise RuntimeError(f"mariadb-binlog failed: {res.stderr.decode(errors='replace')[-2000:]}")
+    return took, files
+
+
+def bench_mining(args, db, pipeline) -> dict:
+    start_file, start_pos = db.query("SHOW MASTER STATUS")[0][:2]
+    log(f"sysbench oltp_write_only run --events={args.events} --threads={args.threads}")
+    sb_s = sysbench(db, "oltp_write_only", "run", f"--table-size={args.table_size}", f"--events={args.events}",
+                    "--time=0", f"--threads={args.threads}", "--rand-seed=42")
+    end_file, end_pos = db.query("SHOW MASTER STATUS")[0][:2]
+    log(f"  workload took {sb_s:.1f}s; binlog {start_file}:{start_pos} -> {end_file}:{end_pos}")
+
+    log("Pipeline.mine() (one window)")
+    report, mine_wall = timed(pipeline.mine)
+    log(f"  mine: {report.events} events / {report.transactions} txns in {mine_wall:.2f}s "
+        f"(report.duration_s={report.duration_s:.2f}) window {report.window_id} {report.start} -> {report.end}")
+
+    # The window started at the snapshot position (the binlog end under the snapshot's locks).
+    win_start = report.start.split(" ")[0]
+    win_file, win_pos = win_start.rsplit(":", 1)
+    win_pos = int(win_pos)
+
+    log(f"python-mysql-replication decode from {win_file}:{win_pos}")
+    lib_rows, lib_counts, lib_s = pylib_decode(db, win_file, win_pos)
+    log(f"  {lib_rows} rows in {lib_s:.2f}s")
+
+    log("mariadb-binlog --verbose --base64-output=DECODE-ROWS")
+    mb_s, files = mysqlbinlog_decode(db, win_file, win_pos)
+    log(f"  {mb_s:.2f}s over {files}")
+
+    e2e = rate(report.events, report.duration_s)
+    mb_rate = rate(report.events, mb_s)
+    return {
+        "sysbench_events": args.events,
+        "sysbench_threads": args.threads,
+        "sysbench_run_s": round(sb_s, 3),
+        "window_id": report.window_id,
+        "window": f"{report.start} -> {report.end}",
+        "row_changes": report.events,
+        "transactions": report.transactions,
+        "rows_by_table": report.rows_by_table,
+        "mine_report_duration_s": round(report.duration_s, 3),
+        "mine_wall_s": round(mine_wall, 3),
+        "end_to_end_changes_per_s": e2e,
+        "pylib_rows": lib_rows,
+        "pylib_rows_by_kind": lib_counts,
+        "pylib_decode_s": round(lib_s, 3),
+        "pylib_rows_per_s": rate(lib_rows, lib_s),
+        "mysqlbinlog_files": files,
+        "mysqlbinlog_s": round(mb_s, 3),
+        "mysqlbinlog_rows_per_s": mb_rate,
+        "ratio_end_to_end_vs_mysqlbinlog": round(e2e / mb_rate, 4) if mb_rate else None,
+        "ratio_pylib_vs_mysqlbinlog": round(rate(lib_rows, lib_s) / mb_rate, 4) if mb_rate else None,
+    }
+
+
+def bench_merge(args, pipeline, work: Path, window_id: int) -> dict:
+    spark = pipeline.spark
+    targets = pipeline.targets
+    registry = pipeline.control.schemas_before_window(window_id)
+    schema = registry[TABLE].schema
+    keys = pipeline._key_columns(schema)
+    snap_target = read_delta(spark, pipeline.layout.target(TABLE))
+    meta = snap_target.where("`__op` = 'r'").selectExpr(f"min({META_SEQ}) AS s", f"first({META_POSITION}) AS p") \
+        .collect()[0]
+    seq, position = int(meta.s), meta.p
+    types = pipeline.source.types
+    canon = {c.name: types.canonical_type(c) for c in schema.columns}
+
+    events = read_delta(spark, pipeline.layout.bronze).where(
+        f"window_id = {window_id} AND source_table = '{TABLE}' AND op IN ('c', 'u', 'd')")
+    n_changes = events.count()
+    small = args.merge_rows or args.table_size
+    results = []
+    for i, rows in enumerate((small, small * args.merge_factor)):
+        path = str(work / f"merge_target_{rows}")
+        log(f"synthesizing target of {rows} rows (snapshot layout)")
+        # Same shape as sysbench rows: k random in 1..rows, c = 120 chars, pad = 60 chars.
+        gen = spark.range(1, rows + 1).selectExpr(
+            f"CAST(id AS {canon['id']}) AS id",
+            f"CAST(CAST(1 + floor(rand(7) * {rows}) AS BIGINT) AS {canon['k']}) AS k",
+            "substr(concat_ws('-', sha2(CAST(id AS STRING), 256), sha2(CAST(id * 7 AS STRING), 256)), 1, 119) AS c",
+            "substr(sha2(CAST(id * 13 AS STRING), 256), 1, 59) AS pad",
+        )
+        _, gen_s = timed(lambda: targets.write_snapshot(path, schema, gen, seq, position))  # noqa: B023
+        log(f"  written in {gen_s:.1f}s; MERGE {n_changes} bronze rows")
+        _, merge_s = timed(lambda: targets.merge_changes(  # noqa: B023
+            path, schema, keys, events, f"cdclake-bench:merge:{rows}", 1))
+        after = read_delta(spark, path).count()
+        log(f"  MERGE into {rows} rows: {merge_s:.2f}s (rows after: {after})")
+        results.append({"target_rows": rows, "synth_write_s": round(gen_s, 3), "merge_s": round(merge_s, 3),
+                        "rows_after": after})
+    return {
+        "bronze_rows": n_changes,
+        "window_id": window_id,
+        "targets": results,
+        "ratio_big_vs_small": round(results[1]["merge_s"] / results[0]["merge_s"], 3),
+    }
+
+
+# ---- main ------------------------------------------------------------------------------------------
+
+
+def print_table(title: str, rows: list[tuple[str, object]]) -> None:
+    print(f"\n{title}")
+    width = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"  {k.ljust(width)}  {v}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    facts = machine_facts()
+    own_work = args.workdir is None
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="cdclake-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    lake = work / "lake"
+    shutil.rmtree(lake, ignore_errors=True)
+    results: dict = {"machine": facts, "args": {k: v for k, v in vars(args).items()}}
+    t_all = time.perf_counter()
+    try:
+        with MariaDBServer(extra_args=[f"--innodb-buffer-pool-size={args.buffer_pool}"]) as db:
+            facts["mariadb"] = db.query("SELECT VERSION()")[0][0]
+            log(f"MariaDB {facts['mariadb']} on port {db.port}")
+            db.execute("CREATE DATABASE sbtest")
+            log(f"sysbench oltp_read_write prepare --table-size={args.table_size}")
+            prep_s = sysbench(db, "oltp_read_write", "prepare", f"--table-size={args.table_size}")
+            log(f"  prepare took {prep_s:.1f}s")
+            os.environ["CDCLAKE_BENCH_PW"] = db.cdc_password
+            cfg = load_config_text(f"""
+pipeline: bench
+source:
+  type: mariadb
+  host: 127.0.0.1
+  port: {db.port}
+  user: {db.cdc_user}
+  password: "${{CDCLAKE_BENCH_PW}}"
+  server_id: 777
+  include_tables: ['sbtest\\.sbtest1']
+  snapshot: {{partitions: {args.partitions}}}
+lake: {{root: {lake}}}
+""")
+            pipeline = open_pipeline(cfg, app_name="cdclake-bench")
+            pipeline.spark.sparkContext.setLogLevel("ERROR")
+            facts["spark_master"] = pipeline.spark.sparkContext.master
+            facts["spark_runtime"] = pipeline.spark.version
+            results["snapshot"] = bench_snapshot(args, db, pipeline, work)
+            results["snapshot"]["sysbench_prepare_s"] = round(prep_s, 3)
+            results["mining"] = bench_mining(args, db, pipeline)
+            results["merge"] = bench_merge(args, pipeline, work, results["mining"]["window_id"])
+            pipeline.spark.stop()
+    finally:
+        if own_work:
+            shutil.rmtree(work, ignore_errors=True)
+    results["total_s"] = round(time.perf_counter() - t_all, 1)
+
+    s, m, g = results["snapshot"], results["mining"], results["merge"]
+    print_table("Machine", [(k, v) for k, v in facts.items()])
+    print_table(f"1. Snapshot of {TABLE} ({s['rows']} rows, {s['jdbc_partitions']} JDBC partitions)", [
+        ("Pipeline.snapshot()", f"{s['pipeline_snapshot_s']:.2f} s  {s['pipeline_snapshot_rows_per_s']:,.0f} rows/s"),
+        ("plain spark.read.jdbc -> Delta", f"{s['plain_jdbc_to_delta_s']:.2f} s  "
+                                          f"{s['plain_jdbc_to_delta_rows_per_s']:,.0f} rows/s"),
+        ("plain spark.read.jdbc .count()", f"{s['plain_jdbc_count_s']:.2f} s  "
+                                           f"{s['plain_jdbc_count_rows_per_s']:,.0f} rows/s"),
+        ("snapshot / plain->Delta throughput", s["snapshot_vs_plain_delta"]),
+    ])
+    print_table(f"2. Mining + apply ({m['row_changes']} row changes, {m['transactions']} transactions)", [
+        ("Pipeline.mine() end to end", f"{m['mine_report_duration_s']:.2f} s  "
+                                       f"{m['end_to_end_changes_per_s']:,.0f} changes/s"),
+        ("python-mysql-replication decode", f"{m['pylib_decode_s']:.2f} s  {m['pylib_rows_per_s']:,.0f} rows/s "
+                                            f"({m['pylib_rows']} rows)"),
+        ("mariadb-binlog -v DECODE-ROWS", f"{m['mysqlbinlog_s']:.2f} s  {m['mysqlbinlog_rows_per_s']:,.0f} rows/s"),
+        ("ratio end-to-end / mariadb-binlog", f"{m['ratio_end_to_end_vs_mysqlbinlog']} (aim >= 0.5)"),
+    ])
+    print_table(f"3. MERGE of the same {g['bronze_rows']} bronze rows", [
+        *[(f"target {t['target_rows']:,} rows", f"{t['merge_s']:.2f} s") for t in g["targets"]],
+        ("ratio big / small", g["ratio_big_vs_small"]),
+    ])
+    print(f"\ntotal {results['total_s']} s")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2, default=str) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
