@@ -309,7 +309,7 @@ def bench_merge(args, pipeline, work: Path, window_id: int) -> dict:
     n_changes = events.count()
     small = args.merge_rows or args.table_size
     results = []
-    for i, rows in enumerate((small, small * args.merge_factor)):
+    for rows in (small, small * args.merge_factor):
         path = str(work / f"merge_target_{rows}")
         log(f"synthesizing target of {rows} rows (snapshot layout)")
         # Same shape as sysbench rows: k random in 1..rows, c = 120 chars, pad = 60 chars.
@@ -319,10 +319,10 @@ def bench_merge(args, pipeline, work: Path, window_id: int) -> dict:
             "substr(concat_ws('-', sha2(CAST(id AS STRING), 256), sha2(CAST(id * 7 AS STRING), 256)), 1, 119) AS c",
             "substr(sha2(CAST(id * 13 AS STRING), 256), 1, 59) AS pad",
         )
-        _, gen_s = timed(lambda: targets.write_snapshot(path, schema, gen, seq, position))  # noqa: B023
+        _, gen_s = timed(lambda path=path, gen=gen: targets.write_snapshot(path, schema, gen, seq, position))
         log(f"  written in {gen_s:.1f}s; MERGE {n_changes} bronze rows")
-        _, merge_s = timed(lambda: targets.merge_changes(  # noqa: B023
-            path, schema, keys, events, f"cdclake-bench:merge:{rows}", 1))
+        _, merge_s = timed(lambda path=path, app=f"cdclake-bench:merge:{rows}": targets.merge_changes(
+            path, schema, keys, events, app, 1))
         after = read_delta(spark, path).count()
         log(f"  MERGE into {rows} rows: {merge_s:.2f}s (rows after: {after})")
         results.append({"target_rows": rows, "synth_write_s": round(gen_s, 3), "merge_s": round(merge_s, 3),

@@ -51,3 +51,13 @@ def private_mariadb() -> Iterator[MariaDBServer]:
     ensure_installed()
     with MariaDBServer(max_binlog_size=64 * 1024) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def spark():  # type: ignore[no-untyped-def]
+    """One local Spark session (Delta, cached jars) for the whole test session."""
+    from cdclake.spark import build_spark
+
+    session = build_spark("cdclake-tests")
+    yield session
+    session.stop()

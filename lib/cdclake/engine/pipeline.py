@@ -125,8 +125,9 @@ class Pipeline:
         return f"cdclake:{self.config.pipeline}:{table}"
 
     def _ensure_control(self) -> None:
-        self.control.ensure()
-        ensure_table(self.spark, self.layout.bronze, BRONZE_DDL)
+        if not self.control.exists():
+            ensure_table(self.spark, self.layout.bronze, BRONZE_DDL)
+            self.control.ensure()
 
     # ---- snapshot --------------------------------------------------------------------------------
 

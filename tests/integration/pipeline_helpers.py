@@ -1,0 +1,35 @@
+"""Build pipelines against the throwaway MariaDB and check the lake equals the source."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from cdclake.config import PipelineConfig, load_config_text
+from cdclake.engine.pipeline import Pipeline
+from cdclake.runtime import make_source
+from cdclake.testing.compare import compare_table
+from cdclake.testing.mariadb import MariaDBServer
+
+
+def pipeline_yaml(db: MariaDBServer, database: str, lake: Path, name: str = "t", extra: str = "") -> str:
+    os.environ["CDCLAKE_TEST_PASSWORD"] = db.cdc_password
+    return (
+        f"pipeline: {name}\n"
+        f"source:\n  type: mariadb\n  host: 127.0.0.1\n  port: {db.port}\n  user: {db.cdc_user}\n"
+        f"  password: ${{CDCLAKE_TEST_PASSWORD}}\n  server_id: {4000 + abs(hash(name)) % 1000}\n"
+        f"  include_tables: ['{database}\\..*']\n"
+        f"lake:\n  root: {lake}\n{extra}"
+    )
+
+
+def make_pipeline(spark, db: MariaDBServer, database: str, lake: Path, name: str = "t",  # type: ignore[no-untyped-def]
+                  extra: str = "") -> Pipeline:
+    config: PipelineConfig = load_config_text(pipeline_yaml(db, database, lake, name, extra))
+    return Pipeline(config, make_source(config), spark)
+
+
+def assert_lake_equals_source(spark, db: MariaDBServer, pipeline: Pipeline, tables: list[str]) -> None:  # type: ignore[no-untyped-def]
+    for table in tables:
+        result = compare_table(spark, db, pipeline, table)
+        assert result.equal, f"{table}: {result.summary()}"

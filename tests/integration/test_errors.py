@@ -1,0 +1,75 @@
+"""Purged binlogs, unparsable DDL and bad configuration fail with the problem and the fix."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from cdclake.cli import cli
+from cdclake.errors import DdlParseError, PositionLostError
+from tests.integration.pipeline_helpers import make_pipeline
+
+
+def test_purged_binlog_is_reported_with_range_and_remedy(spark, private_mariadb, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    db = private_mariadb
+    db.execute("CREATE DATABASE shop")
+    db.execute("CREATE TABLE shop.t (id INT PRIMARY KEY, pad VARCHAR(200))")
+    pipeline = make_pipeline(spark, db, "shop", tmp_path / "lake", "purge")
+    snap = pipeline.snapshot()
+    for i in range(1000):  # 64 KiB binlogs rotate many times
+        db.execute("INSERT INTO shop.t VALUES (%s, REPEAT('x', 200))", (i,))
+    newest = db.flush_logs()
+    db.purge_logs_to(newest)
+    with pytest.raises(PositionLostError) as err:
+        pipeline.mine()
+    text = str(err.value)
+    assert snap.start.split(" ")[0] in text  # the stored position
+    assert "purged" in text and "cdclake snapshot" in text
+    # nothing was applied: the lake still holds the snapshot only
+    assert spark.read.format("delta").load(pipeline.layout.target("shop.t")).count() == 0
+
+
+def test_unparsable_ddl_stops_with_statement_and_position(spark, mariadb, fresh_database, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    db = fresh_database
+    mariadb.execute(f"CREATE TABLE `{db}`.p (id INT PRIMARY KEY, v INT) PARTITION BY HASH(id) PARTITIONS 2")
+    pipeline = make_pipeline(spark, mariadb, db, tmp_path / "lake", "ddl")
+    pipeline.snapshot()
+    mariadb.execute(f"INSERT INTO `{db}`.p VALUES (1, 1), (2, 2)")
+    mariadb.execute(f"ALTER TABLE `{db}`.p TRUNCATE PARTITION p0")
+    with pytest.raises(DdlParseError) as err:
+        pipeline.mine()
+    assert "TRUNCATE PARTITION p0" in err.value.statement
+    assert err.value.position.startswith("mysql-bin.")
+    assert "skip_unparsable_ddl" in str(err.value)
+
+    # configured to skip: the run goes on and the statement is recorded in the schema history
+    skipping = make_pipeline(spark, mariadb, db, tmp_path / "lake", "ddl", extra="mining:\n  skip_unparsable_ddl: true\n")
+    report = skipping.mine()
+    assert report.resumed
+    skipped = [e for e in skipping.control.history() if e.kind == "skipped"]
+    assert skipped and "TRUNCATE PARTITION" in skipped[0].ddl
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "expected"),
+    [
+        ("pipeline: p\nsource: {type: mariadb, host: h, user: u, password: x, server_id: 1, colour: red}\n"
+         "lake: {root: /tmp/l}\n", "source.colour: unknown key"),
+        ("pipeline: p\nsource: {type: mariadb, host: h, port: abc, user: u, password: x, server_id: 1}\n"
+         "lake: {root: /tmp/l}\n", "source.port"),
+        ("pipeline: p\nsource: {type: mariadb, host: h, user: u, password: '${NOT_SET_ANYWHERE}', server_id: 1}\n"
+         "lake: {root: /tmp/l}\n", "source.password: secret/variable ${NOT_SET_ANYWHERE} is not set"),
+        ("pipeline: p\nsource: {type: oracle9, host: h, user: u, password: x, server_id: 1}\nlake: {root: /tmp/l}\n",
+         "source.type"),
+        ("pipeline: p\nsource: {type: mariadb, host: h, user: u, password: x, server_id: 1}\nlake: {root: rel/path}\n",
+         "lake.root"),
+    ],
+)
+def test_bad_config_names_the_key_without_a_traceback(tmp_path, yaml_text: str, expected: str) -> None:  # type: ignore[no-untyped-def]
+    config = tmp_path / "bad.yaml"
+    config.write_text(yaml_text)
+    result = CliRunner().invoke(cli, ["mine", "--config", str(config)])
+    assert result.exit_code == 2
+    assert expected in result.output
+    assert "fix:" in result.output
+    assert "Traceback" not in result.output
