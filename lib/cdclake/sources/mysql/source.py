@@ -276,8 +276,6 @@ class _BinlogWindow:
         stream = BinLogStreamReader(
             connection_settings=settings,
             server_id=self.source.config.server_id,
-            # Registering makes a second client with the same server_id visible to preflight.
-            report_slave=f"cdclake-{self.source.config.server_id}",
             blocking=False,
             resume_stream=True,
             log_file=self.start.file,

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from click.testing import CliRunner
-
 from cdclake.cli import cli
 from cdclake.errors import DdlParseError, PositionLostError
+from click.testing import CliRunner
+
 from tests.integration.pipeline_helpers import make_pipeline
 
 
@@ -43,7 +43,8 @@ def test_unparsable_ddl_stops_with_statement_and_position(spark, mariadb, fresh_
     assert "skip_unparsable_ddl" in str(err.value)
 
     # configured to skip: the run goes on and the statement is recorded in the schema history
-    skipping = make_pipeline(spark, mariadb, db, tmp_path / "lake", "ddl", extra="mining:\n  skip_unparsable_ddl: true\n")
+    extra = "mining:\n  skip_unparsable_ddl: true\n"
+    skipping = make_pipeline(spark, mariadb, db, tmp_path / "lake", "ddl", extra=extra)
     report = skipping.mine()
     assert report.resumed
     skipped = [e for e in skipping.control.history() if e.kind == "skipped"]
