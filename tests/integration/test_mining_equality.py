@@ -49,7 +49,8 @@ def test_random_workload_with_ddl_equals_source(spark, mariadb, fresh_database, 
     db = fresh_database
     mariadb.execute(f"CREATE TABLE `{db}`.acct (id INT PRIMARY KEY, owner VARCHAR(40), balance DECIMAL(12,2), "
                     f"flag TINYINT(1), updated DATETIME(6))")
-    mariadb.execute(f"CREATE TABLE `{db}`.kv (k VARCHAR(20), region CHAR(2), v BIGINT UNSIGNED, PRIMARY KEY (k, region))")
+    mariadb.execute(f"CREATE TABLE `{db}`.kv (k VARCHAR(20), region CHAR(2), v BIGINT UNSIGNED, "
+                    f"PRIMARY KEY (k, region))")
     next_id = [0]
     _random_transactions(mariadb, db, rng, 40, next_id)
     pipeline = make_pipeline(spark, mariadb, db, tmp_path / "lake", "eq")
