@@ -126,7 +126,7 @@ def run_demo(lake: str | None, rows: int) -> None:
         )
         click.echo("lake vs source, row by row:")
         for t in ("shop.customers", "shop.products", "shop.orders"):
-            result = compare_table(spark, db, pipeline, t)
+            result = compare_table(spark, pipeline, t)
             click.echo(f"  {t}: {result.summary()}")
             if not result.equal:
                 raise SystemExit(f"demo: {t} differs between lake and source")

@@ -31,5 +31,5 @@ def make_pipeline(spark, db: MariaDBServer, database: str, lake: Path, name: str
 
 def assert_lake_equals_source(spark, db: MariaDBServer, pipeline: Pipeline, tables: list[str]) -> None:  # type: ignore[no-untyped-def]
     for table in tables:
-        result = compare_table(spark, db, pipeline, table)
+        result = compare_table(spark, pipeline, table)
         assert result.equal, f"{table}: {result.summary()}"

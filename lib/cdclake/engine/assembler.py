@@ -47,11 +47,9 @@ class _TxBuffer:
         self.spill_rows = spill_rows
         self.memory: list[RowChange] = []
         self.spill_file: Any = None
-        self.count = 0
 
     def add(self, change: RowChange) -> None:
         self.memory.append(change)
-        self.count += 1
         if len(self.memory) >= self.spill_rows:
             if self.spill_file is None:
                 # Closed in close(); lives as long as the transaction stays open.

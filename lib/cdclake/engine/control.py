@@ -240,10 +240,19 @@ class ControlTables:
             )
         return out
 
-    def schemas_before_window(self, window_id: int) -> dict[str, HistoryEntry]:
-        """The newest history entry per table among snapshots and windows before ``window_id``."""
+    def history_through_window(self, window_id: int) -> list[HistoryEntry]:
+        """Snapshot entries and the entries of windows up to and including ``window_id``."""
+        return self.history(f"window_id IS NULL OR window_id <= {int(window_id)}")
+
+    @staticmethod
+    def before_window(entries: list[HistoryEntry], window_id: int) -> list[HistoryEntry]:
+        return [e for e in entries if e.window_id is None or e.window_id < window_id]
+
+    @staticmethod
+    def latest_per_table(entries: list[HistoryEntry]) -> dict[str, HistoryEntry]:
+        """The newest entry per table (by sequence, then version)."""
         latest: dict[str, HistoryEntry] = {}
-        for e in self.history(f"window_id IS NULL OR window_id < {int(window_id)}"):
+        for e in entries:
             cur = latest.get(e.table)
             if cur is None or (e.seq, e.version) >= (cur.seq, cur.version):
                 latest[e.table] = e

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from cdclake.engine.lake import hadoop_fs
 from cdclake.errors import ConcurrentRunError
 
 if TYPE_CHECKING:
@@ -32,9 +33,8 @@ def _pid_alive(pid: int) -> bool:
 
 @contextlib.contextmanager
 def pipeline_lock(spark: SparkSession, path: str, run_id: str) -> Iterator[None]:
+    fs, hpath = hadoop_fs(spark, path)
     jvm = spark.sparkContext._jvm
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     me = {"host": socket.gethostname(), "pid": os.getpid(), "run_id": run_id, "since": time.time()}
     for _ in range(2):
         try:

@@ -25,7 +25,9 @@ import re
 import signal
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -129,75 +131,66 @@ class Pipeline:
             ensure_table(self.spark, self.layout.bronze, BRONZE_DDL)
             self.control.ensure()
 
+    def _locked_run(self, command: str, body: Callable[[RunReport], None]) -> RunReport:
+        """Run ``body`` under the pipeline lock and record it in the run log, failed or not."""
+        report = RunReport(uuid.uuid4().hex[:12], command)
+        self._ensure_control()
+        with pipeline_lock(self.spark, self.layout.lock, report.run_id):
+            try:
+                body(report)
+            except Exception as exc:
+                self._log_run(report, "failed", str(exc)[:4000])
+                raise
+            self._log_run(report, "ok", None)
+        return report
+
     # ---- snapshot --------------------------------------------------------------------------------
 
     def snapshot(self, tables_regex: str | None = None) -> RunReport:
-        run_id = uuid.uuid4().hex[:12]
-        report = RunReport(run_id, "snapshot")
-        started = time.time()
-        self._ensure_control()
-        with pipeline_lock(self.spark, self.layout.lock, run_id):
-            self.source.preflight()
-            states = self.control.table_states()
-            wanted = [
-                t for t in self.source.captured_tables()
-                if tables_regex is None or re.fullmatch(tables_regex, t)
-            ]
-            already = [t for t in wanted if t in states and states[t].status == TABLE_STREAMING]
-            todo = [t for t in wanted if t not in already]
-            if not todo:
-                if already:
-                    report.tables = []
-                    return report
-                raise CdcError(
-                    "no table to snapshot: source.include_tables/exclude_tables"
-                    + (f" and --tables {tables_regex!r}" if tables_regex else "")
-                    + " select no existing table",
-                    "check the regexes (anchored, on 'database.table') against the server's tables",
-                )
-            start = self.source.snapshot_start(todo)
-            pos = start.position
-            seq = snapshot_seq(pos.ordinal)
-            self.control.set_tables(
-                [TableState(t, TABLE_SNAPSHOTTING, pos.to_dict(), pos.ordinal, None, None) for t in todo], run_id
+        return self._locked_run("snapshot", lambda report: self._snapshot_locked(report, tables_regex))
+
+    def _snapshot_locked(self, report: RunReport, tables_regex: str | None) -> None:
+        self.source.preflight()
+        states = self.control.table_states()
+        wanted = [t for t in self.source.captured_tables() if tables_regex is None or re.fullmatch(tables_regex, t)]
+        todo = [t for t in wanted if t not in states or states[t].status != TABLE_STREAMING]
+        if not wanted:
+            raise CdcError(
+                "no table to snapshot: source.include_tables/exclude_tables"
+                + (f" and --tables {tables_regex!r}" if tables_regex else "")
+                + " select no existing table",
+                "check the regexes (anchored, on 'database.table') against the server's tables",
             )
-            version = self.control.next_schema_version()
-            entries = []
-            for i, t in enumerate(todo):
-                entries.append(HistoryEntry(version + i, t, seq, pos.describe(), start.ddl.get(t, ""), "snapshot",
-                                            start.schemas[t], None, {}, None))
-            self.control.append_history(entries)
-            for t in todo:
-                schema = start.schemas[t]
-                frame = self.source.snapshot_read(self.spark, schema)
-                self.targets.write_snapshot(self.layout.target(t), schema, frame, seq, pos.describe())
-                self.control.set_tables(
-                    [TableState(t, TABLE_STREAMING, pos.to_dict(), pos.ordinal, None, None,
-                                {"snapshot_position": pos.describe(), "as_of": time.time()})], run_id)
-                report.rows_by_table[t] = self.spark.read.format("delta").load(self.layout.target(t)).count()
-            report.tables = todo
-            report.start = report.end = pos.describe()
-            report.duration_s = time.time() - started
-            self._log_run(report, "ok", None)
-        return report
+        if not todo:
+            return  # every selected table is streaming already
+        start = self.source.snapshot_start(todo)
+        pos = start.position
+        seq = snapshot_seq(pos.ordinal)
+        self.control.set_tables(
+            [TableState(t, TABLE_SNAPSHOTTING, pos.to_dict(), pos.ordinal, None, None) for t in todo], report.run_id
+        )
+        version = self.control.next_schema_version()
+        self.control.append_history([
+            HistoryEntry(version + i, t, seq, pos.describe(), start.ddl.get(t, ""), "snapshot", start.schemas[t],
+                         None, {}, None)
+            for i, t in enumerate(todo)
+        ])
+        for t in todo:
+            schema = start.schemas[t]
+            frame = self.source.snapshot_read(self.spark, schema)
+            self.targets.write_snapshot(self.layout.target(t), schema, frame, seq, pos.describe())
+            self.control.set_tables(
+                [TableState(t, TABLE_STREAMING, pos.to_dict(), pos.ordinal, None, None,
+                            {"snapshot_position": pos.describe(), "as_of": time.time()})], report.run_id)
+            report.rows_by_table[t] = self.spark.read.format("delta").load(self.layout.target(t)).count()
+        report.tables = todo
+        report.start = report.end = pos.describe()
 
     # ---- mining ----------------------------------------------------------------------------------
 
     def mine(self, max_events: int | None = None) -> RunReport:
-        run_id = uuid.uuid4().hex[:12]
-        report = RunReport(run_id, "mine")
-        started = time.time()
-        self._ensure_control()
-        with pipeline_lock(self.spark, self.layout.lock, run_id):
-            try:
-                self._mine_locked(report, max_events or self.config.mining.max_events)
-            except Exception as exc:
-                report.duration_s = time.time() - started
-                self._log_run(report, "failed", str(exc)[:4000])
-                raise
-            report.duration_s = time.time() - started
-            self._log_run(report, "ok", None)
-        return report
+        return self._locked_run("mine", lambda report: self._mine_locked(report, max_events or
+                                                                         self.config.mining.max_events))
 
     def _streaming_states(self) -> dict[str, TableState]:
         states = self.control.table_states()
@@ -260,10 +253,11 @@ class Pipeline:
         wid = window.window_id
         staging = self.layout.staging(wid)
         hadoop_delete(self.spark, staging)  # rows of a killed attempt
-        registry = self.control.schemas_before_window(wid)
+        earlier = self.control.before_window(self.control.history_through_window(wid), wid)
+        registry = self.control.latest_per_table(earlier)
         schemas = {t: e.schema for t, e in registry.items() if e.schema is not None}
-        next_version = max([e.version for e in self.control.history(f"window_id IS NULL OR window_id < {wid}")],
-                           default=0) + 1
+        # Versions continue from the entries before this window, so a re-mined window numbers alike.
+        next_version = max((e.version for e in earlier), default=0) + 1
         floors = {t: s.ordinal for t, s in states.items()}
         arrow_schema = pa.schema([
             ("window_id", pa.int64()), ("source_table", pa.string()), ("op", pa.string()),
@@ -295,18 +289,13 @@ class Pipeline:
 
         def on_ddl(ddl: Ddl) -> None:
             seq = event_seq(ddl.position.ordinal, 0)
-            for table, schema in ddl.changes.items():
-                if ordinal_floor(table) >= ddl.position.ordinal:
-                    continue
+            for table, schema in ddl.changes.items():  # the source already dropped DDL at/below floors
                 history.append(HistoryEntry(
                     version=next_version + len(history), table=table, seq=seq, position=ddl.position.describe(),
                     ddl=ddl.statement, kind="skipped" if ddl.skipped_reason else ("drop" if schema is None else "ddl"),
                     schema=schema, renamed_from=ddl.renamed_from.get(table),
                     column_renames=ddl.column_renames.get(table, {}), window_id=wid,
                 ))
-
-        def ordinal_floor(table: str) -> int:
-            return floors.get(table, -1)
 
         assembler = TransactionAssembler(
             stage, on_ddl, self.config.mining.flush_rows, self.config.mining.spill_rows, floors
@@ -365,12 +354,13 @@ class Pipeline:
         try:
             truncates: dict[str, list[int]] = {}
             counts: dict[str, int] = {}
-            for r in bronze.groupBy("source_table", "op").agg({"seq": "max", "*": "count"}).collect():
-                counts[r.source_table] = counts.get(r.source_table, 0) + int(r["count(1)"])
+            for r in bronze.groupBy("source_table").count().collect():
+                counts[r.source_table] = int(r["count"])
             for r in bronze.where("op = 't'").select("source_table", "seq").collect():
                 truncates.setdefault(r.source_table, []).append(int(r.seq))
-            ddl = self.control.history(f"window_id = {wid}")
-            before = self.control.schemas_before_window(wid)
+            entries = self.control.history_through_window(wid)
+            ddl = [e for e in entries if e.window_id == wid]
+            before = self.control.latest_per_table(self.control.before_window(entries, wid))
             tables = sorted(set(counts) | {e.table for e in ddl})
             new_states = dict(states)
             for table in tables:
@@ -499,8 +489,7 @@ class Pipeline:
         return out
 
     def _log_run(self, report: RunReport, status: str, error: str | None) -> None:
-        from datetime import datetime, timezone
-
+        report.duration_s = time.time() - report.started_at
         started = datetime.fromtimestamp(report.started_at, timezone.utc).replace(tzinfo=None)
         self.control.log_run({
             "run_id": report.run_id, "command": report.command, "window_id": report.window_id, "status": status,

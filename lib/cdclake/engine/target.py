@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
 from cdclake.engine.events import (
     META_COMMIT_TS,
     META_DELETED,
@@ -32,6 +35,10 @@ if TYPE_CHECKING:
 
 APPLIED_PROPERTY = "cdclake.applied"  # "<window>:<op index>" of the last schema/barrier step done
 _META = [META_OP, META_SEQ, META_POSITION, META_TXID, META_COMMIT_TS, META_WINDOW]
+_BRONZE_TO_META = [
+    f"op AS `{META_OP}`", f"seq AS `{META_SEQ}`", f"position AS `{META_POSITION}`", f"txid AS `{META_TXID}`",
+    f"commit_ts AS `{META_COMMIT_TS}`", f"window_id AS `{META_WINDOW}`",
+]
 
 
 def _canonical_ddl(types: TypeMapper, schema: TableSchema) -> str:
@@ -119,7 +126,7 @@ class TargetTables:
                     self.spark.sql(
                         f"UPDATE {ref} SET {quote(col.name)} = {initial} WHERE {META_SEQ} < {ddl_seq}"
                     )
-            elif current[have] != _simple(self.spark, col.spark_type):
+            elif current[have] != _simple(col.spark_type):
                 self._change_type(path, have, col)
 
     def _change_type(self, path: str, name: str, col: Column) -> None:
@@ -171,19 +178,17 @@ class TargetTables:
             f"from_json(after, '{_escape(canon)}') AS a",
         )
         keys_a = " AND ".join(f"a.{quote(k)} <=> b.{quote(k)}" for k in key_columns)
-        meta = "op AS `__op`, seq AS `__seq`, position AS `__position`, txid AS `__txid`, " \
-               "commit_ts AS `__commit_ts`, window_id AS `__window_id`"
-        from pyspark.sql import functions as F
 
-        after_rows = ev.where("op IN ('c', 'u', 'r')").selectExpr(
-            *typed_select(self.types, schema, "a"), *meta.split(", "), "'u' AS `__action`", "1 AS `__sub`")
-        delete_rows = ev.where("op = 'd'").selectExpr(
-            *typed_select(self.types, schema, "b"), *meta.split(", "), "'d' AS `__action`", "1 AS `__sub`")
-        moved_keys = ev.where(f"op = 'u' AND b IS NOT NULL AND NOT ({keys_a})").selectExpr(
-            *typed_select(self.types, schema, "b"), *meta.split(", "), "'d' AS `__action`", "0 AS `__sub`")
-        actions = after_rows.unionByName(delete_rows).unionByName(moved_keys)
-        from pyspark.sql import Window
+        def action(where: str, image: str, kind: str, sub: int) -> DataFrame:
+            return ev.where(where).selectExpr(*typed_select(self.types, schema, image), *_BRONZE_TO_META,
+                                              f"'{kind}' AS `__action`", f"{sub} AS `__sub`")
 
+        actions = (
+            action("op IN ('c', 'u', 'r')", "a", "u", 1)
+            .unionByName(action("op = 'd'", "b", "d", 1))
+            # a primary-key update also deletes the old key, ordered just before the new one
+            .unionByName(action(f"op = 'u' AND b IS NOT NULL AND NOT ({keys_a})", "b", "d", 0))
+        )
         w = Window.partitionBy(*[F.col(quote(k)) for k in key_columns]).orderBy(
             F.col(META_SEQ).desc(), F.col("__sub").desc())
         latest = actions.withColumn("__rn", F.row_number().over(w)).where("__rn = 1").drop("__rn", "__sub")
@@ -247,7 +252,7 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
-def _simple(spark: SparkSession, ddl_type: str) -> str:
+def _simple(ddl_type: str) -> str:
     from pyspark.sql.types import _parse_datatype_string
 
     return _parse_datatype_string(ddl_type).simpleString()

@@ -38,7 +38,7 @@ class Comparison:
         )
 
 
-def compare_table(spark: SparkSession, _db: object, pipeline: Pipeline, table: str, limit: int = 20) -> Comparison:
+def compare_table(spark: SparkSession, pipeline: Pipeline, table: str, limit: int = 20) -> Comparison:
     source = pipeline.source
     schema = source.snapshot_start([table]).schemas[table]
     src = source.snapshot_read(spark, schema).selectExpr(*typed_select(source.types, schema))

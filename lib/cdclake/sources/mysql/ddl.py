@@ -205,14 +205,7 @@ class _Cursor:
 
     def skip_group(self) -> None:
         """Skip a balanced ``( ... )`` starting at the cursor."""
-        self.expect_punct("(")
-        depth = 1
-        while depth:
-            tok = self.next()
-            if tok.kind == "punct" and tok.text == "(":
-                depth += 1
-            elif tok.kind == "punct" and tok.text == ")":
-                depth -= 1
+        self.split_group()
 
     def split_group(self) -> list[list[_Tok]]:
         """Consume ``( a, b(c, d), e )`` and return its depth-0 comma-separated items."""
