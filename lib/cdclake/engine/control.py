@@ -40,6 +40,7 @@ DEAD_LETTERS_DDL = (
 
 WINDOW_PLANNED, WINDOW_MINED, WINDOW_APPLIED = "planned", "mined", "applied"
 TABLE_SNAPSHOTTING, TABLE_STREAMING, TABLE_DROPPED = "snapshotting", "streaming", "dropped"
+SKIPPED = "skipped"  # schema-history kind of an unparsable DDL skipped by configuration (never applied)
 
 
 def utcnow() -> datetime:
@@ -253,6 +254,8 @@ class ControlTables:
         """The newest entry per table (by sequence, then version)."""
         latest: dict[str, HistoryEntry] = {}
         for e in entries:
+            if e.kind == SKIPPED:  # no schema change was applied for it
+                continue
             cur = latest.get(e.table)
             if cur is None or (e.seq, e.version) >= (cur.seq, cur.version):
                 latest[e.table] = e

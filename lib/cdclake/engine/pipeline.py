@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from cdclake.config import PipelineConfig
 from cdclake.engine.assembler import EventRow, TransactionAssembler
 from cdclake.engine.control import (
+    SKIPPED,
     TABLE_DROPPED,
     TABLE_SNAPSHOTTING,
     TABLE_STREAMING,
@@ -289,10 +290,16 @@ class Pipeline:
 
         def on_ddl(ddl: Ddl) -> None:
             seq = event_seq(ddl.position.ordinal, 0)
+            if ddl.skipped_reason:  # recorded, never applied: the operator sees what was skipped and why
+                history.append(HistoryEntry(
+                    version=next_version + len(history), table=ddl.database or "", seq=seq,
+                    position=ddl.position.describe(), ddl=ddl.statement, kind=SKIPPED, schema=None,
+                    renamed_from=None, column_renames={}, window_id=wid,
+                ))
             for table, schema in ddl.changes.items():  # the source already dropped DDL at/below floors
                 history.append(HistoryEntry(
                     version=next_version + len(history), table=table, seq=seq, position=ddl.position.describe(),
-                    ddl=ddl.statement, kind="skipped" if ddl.skipped_reason else ("drop" if schema is None else "ddl"),
+                    ddl=ddl.statement, kind="drop" if schema is None else "ddl",
                     schema=schema, renamed_from=ddl.renamed_from.get(table),
                     column_renames=ddl.column_renames.get(table, {}), window_id=wid,
                 ))
@@ -359,7 +366,7 @@ class Pipeline:
             for r in bronze.where("op = 't'").select("source_table", "seq").collect():
                 truncates.setdefault(r.source_table, []).append(int(r.seq))
             entries = self.control.history_through_window(wid)
-            ddl = [e for e in entries if e.window_id == wid]
+            ddl = [e for e in entries if e.window_id == wid and e.kind != SKIPPED]
             before = self.control.latest_per_table(self.control.before_window(entries, wid))
             tables = sorted(set(counts) | {e.table for e in ddl})
             new_states = dict(states)
@@ -437,8 +444,6 @@ class Pipeline:
             lo = seq
 
     def _apply_ddl(self, path: str, entry: HistoryEntry, seq: int) -> None:
-        if entry.kind == "skipped":
-            return
         if entry.schema is None:  # dropped: the mirror empties, history stays in Delta time travel
             if is_delta_table(self.spark, path):
                 self.spark.sql(f"DELETE FROM delta.`{path}` WHERE `__seq` < {seq}")
