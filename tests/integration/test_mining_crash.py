@@ -31,7 +31,7 @@ def _workload(db, database: str, step: int, rng: random.Random) -> None:  # type
         cur.execute("INSERT INTO side VALUES (%s, 'after truncate')", (step,))
         conn.commit()
         cur.execute(f"ALTER TABLE t ADD COLUMN c{step} INT NOT NULL DEFAULT {step}")
-        cur.execute("UPDATE t SET v = v * 2 WHERE id %% 3 = 0")
+        cur.execute("UPDATE t SET v = v * 2 WHERE MOD(id, 3) = 0")
         conn.commit()
     conn.close()
 
