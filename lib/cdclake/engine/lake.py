@@ -43,7 +43,7 @@ class LakeLayout:
         return f"{self.root}/{_UNSAFE.sub('_', database)}__{_UNSAFE.sub('_', table)}"
 
     def history(self, source_table: str) -> str:
-        return self.target(source_table) + "__history"
+        return history_path(self.target(source_table))
 
     @property
     def control(self) -> str:
@@ -75,6 +75,11 @@ class LakeLayout:
     @property
     def lock(self) -> str:
         return f"{self.control}/lock"
+
+
+def history_path(target_path: str) -> str:
+    """The SCD type 2 history table beside a target (``lake.history_tables``)."""
+    return target_path + "__history"
 
 
 def quote(name: str) -> str:

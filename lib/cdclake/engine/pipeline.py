@@ -114,7 +114,8 @@ class Pipeline:
         self.spark = spark
         self.layout = LakeLayout(config.lake.root, config.pipeline)
         self.control = ControlTables(spark, self.layout)
-        self.targets = TargetTables(spark, source.types, config.lake.delete_mode, config.lake.table_properties)
+        self.targets = TargetTables(spark, source.types, config.lake.delete_mode, config.lake.table_properties,
+                                    config.lake.history_tables)
 
     # ---- helpers ---------------------------------------------------------------------------------
 
@@ -446,6 +447,7 @@ class Pipeline:
     def _apply_ddl(self, path: str, entry: HistoryEntry, seq: int) -> None:
         if entry.schema is None:  # dropped: the mirror empties, history stays in Delta time travel
             if is_delta_table(self.spark, path):
+                self.targets.close_history(path, seq)
                 self.spark.sql(f"DELETE FROM delta.`{path}` WHERE `__seq` < {seq}")
             return
         self.targets.evolve(path, entry.schema, entry.column_renames, seq)

@@ -7,6 +7,10 @@ Apply rules (the same for every source):
 * a primary-key update deletes the old key and upserts the new one;
 * deletes remove the row (``hard``) or keep it flagged ``__deleted`` (``soft``, a tombstone that
   also stops a late, older snapshot row from resurrecting the key).
+
+With ``lake.history_tables`` each target also gets ``<target>__history``, an SCD type 2 table: one
+row per version of a key, valid from its ``__seq`` until ``__valid_to_seq`` (null while current);
+a delete is a version with ``__deleted = true``.
 """
 
 from __future__ import annotations
@@ -26,13 +30,14 @@ from cdclake.engine.events import (
     META_WINDOW,
     TARGET_META_DDL,
 )
-from cdclake.engine.lake import TARGET_PROPERTIES, delta_ref, idempotent_write, is_delta_table, quote
+from cdclake.engine.lake import TARGET_PROPERTIES, delta_ref, history_path, idempotent_write, is_delta_table, quote
 from cdclake.schema import Column, TableSchema
 from cdclake.sources.base import TypeMapper
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+VALID_TO = "__valid_to_seq"
 APPLIED_PROPERTY = "cdclake.applied"  # "<window>:<op index>" of the last schema/barrier step done
 _META = [META_OP, META_SEQ, META_POSITION, META_TXID, META_COMMIT_TS, META_WINDOW]
 _BRONZE_TO_META = [
@@ -56,17 +61,20 @@ def typed_select(types: TypeMapper, schema: TableSchema, struct: str | None = No
 
 class TargetTables:
     def __init__(self, spark: SparkSession, types: TypeMapper, delete_mode: str = "hard",
-                 extra_properties: dict[str, str] | None = None) -> None:
+                 extra_properties: dict[str, str] | None = None, history_tables: bool = False) -> None:
         self.spark = spark
         self.types = types
         self.soft = delete_mode == "soft"
+        self.keep_history = history_tables
         self.properties = {**TARGET_PROPERTIES, **(extra_properties or {})}
 
     # ---- DDL ---------------------------------------------------------------------------------
 
-    def _columns_ddl(self, schema: TableSchema) -> str:
+    def _columns_ddl(self, schema: TableSchema, history: bool = False) -> str:
         cols = ", ".join(f"{quote(c.name)} {c.spark_type}" for c in schema.columns)
-        meta = TARGET_META_DDL + (f", `{META_DELETED}` BOOLEAN" if self.soft else "")
+        meta = TARGET_META_DDL + (f", `{META_DELETED}` BOOLEAN" if self.soft or history else "")
+        if history:
+            meta += f", `{VALID_TO}` DECIMAL(38,0)"
         return f"{cols}, {meta}" if cols else meta
 
     def _props(self) -> str:
@@ -74,9 +82,12 @@ class TargetTables:
 
     def create(self, path: str, schema: TableSchema, replace: bool = False) -> None:
         verb = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE IF NOT EXISTS"
-        self.spark.sql(
-            f"{verb} {delta_ref(path)} ({self._columns_ddl(schema)}) USING delta TBLPROPERTIES ({self._props()})"
-        )
+        tables = [(path, False)] + ([(history_path(path), True)] if self.keep_history else [])
+        for table, history in tables:
+            self.spark.sql(
+                f"{verb} {delta_ref(table)} ({self._columns_ddl(schema, history)}) USING delta "
+                f"TBLPROPERTIES ({self._props()})"
+            )
 
     def applied_marker(self, path: str) -> tuple[int, int] | None:
         from delta.tables import DeltaTable
@@ -98,13 +109,19 @@ class TargetTables:
         return {f.name: f.dataType.simpleString() for f in fields if not f.name.startswith("__")}
 
     def evolve(self, path: str, new: TableSchema, column_renames: dict[str, str], ddl_seq: int) -> None:
-        """Bring the target's columns to ``new`` (idempotent: every step checks the current state).
+        """Bring the target (and its history table) to ``new``; idempotent: each step checks the state.
 
-        Added columns get, on rows older than the DDL, the value the source gave existing rows.
+        Added columns get, on rows older than the DDL (history: on current versions), the value the
+        source gave existing rows.
         """
         if not is_delta_table(self.spark, path):
             self.create(path, new)
             return
+        self._evolve_one(path, new, column_renames, f"{META_SEQ} < {ddl_seq}")
+        if self.keep_history:
+            self._evolve_one(history_path(path), new, column_renames, f"{META_SEQ} < {ddl_seq} AND {VALID_TO} IS NULL")
+
+    def _evolve_one(self, path: str, new: TableSchema, column_renames: dict[str, str], existing_rows: str) -> None:
         ref = delta_ref(path)
         current = self.target_columns(path)
         lower = {k.lower(): k for k in current}
@@ -123,9 +140,7 @@ class TargetTables:
                 self.spark.sql(f"ALTER TABLE {ref} ADD COLUMNS ({quote(col.name)} {col.spark_type})")
                 initial = self.types.initial_value_sql(col)
                 if initial is not None:
-                    self.spark.sql(
-                        f"UPDATE {ref} SET {quote(col.name)} = {initial} WHERE {META_SEQ} < {ddl_seq}"
-                    )
+                    self.spark.sql(f"UPDATE {ref} SET {quote(col.name)} = {initial} WHERE {existing_rows}")
             elif current[have] != _simple(col.spark_type):
                 self._change_type(path, have, col)
 
@@ -160,6 +175,11 @@ class TargetTables:
             metas.append("false AS `__deleted`")
         typed = canonical.selectExpr(*typed_select(self.types, schema), *metas)
         typed.write.format("delta").mode("append").save(path)
+        if self.keep_history:  # from the written target, so the source is read once
+            deleted = [] if self.soft else [f"false AS `{META_DELETED}`"]
+            first = self.spark.read.format("delta").load(path).selectExpr(
+                "*", *deleted, f"CAST(NULL AS DECIMAL(38,0)) AS `{VALID_TO}`")
+            first.write.format("delta").mode("append").save(history_path(path))
 
     def merge_changes(
         self,
@@ -189,6 +209,8 @@ class TargetTables:
             # a primary-key update also deletes the old key, ordered just before the new one
             .unionByName(action(f"op = 'u' AND b IS NOT NULL AND NOT ({keys_a})", "b", "d", 0))
         )
+        if self.keep_history:
+            self._record_versions(path, schema, key_columns, actions, app_id, version)
         w = Window.partitionBy(*[F.col(quote(k)) for k in key_columns]).orderBy(
             F.col(META_SEQ).desc(), F.col("__sub").desc())
         latest = actions.withColumn("__rn", F.row_number().over(w)).where("__rn = 1").drop("__rn", "__sub")
@@ -219,8 +241,45 @@ class TargetTables:
             self.spark.sql(sql)
         self.spark.catalog.dropTempView(view)
 
+    def _record_versions(self, path: str, schema: TableSchema, key_columns: list[str], actions: DataFrame,
+                         app_id: str, version: int) -> None:
+        """SCD type 2: close each key's open version, append every version of this batch."""
+        keys = [F.col(quote(k)) for k in key_columns]
+        order = Window.partitionBy(*keys).orderBy(F.col(META_SEQ), F.col("__sub"))
+        versions = (
+            actions.withColumn(VALID_TO, F.lead(META_SEQ).over(order))
+            .withColumn(META_DELETED, F.col("__action") == "d")
+            .drop("__action", "__sub")
+        )
+        firsts = actions.groupBy(*keys).agg(F.min(META_SEQ).alias("__first"))
+        view = f"cdclake_hist_{abs(hash((path, version)))}"
+        firsts.createOrReplaceTempView(view)
+        on = " AND ".join(f"h.{quote(k)} <=> s.{quote(k)}" for k in key_columns)
+        hist = history_path(path)
+        # Two commits, each idempotent: (close, append) use versions 2v and 2v+1 of the history app id.
+        with idempotent_write(self.spark, f"{app_id}:history", 2 * version):
+            self.spark.sql(
+                f"MERGE INTO {delta_ref(hist)} h USING {view} s ON {on} AND h.`{VALID_TO}` IS NULL "
+                f"AND h.`{META_SEQ}` < s.`__first` WHEN MATCHED THEN UPDATE SET h.`{VALID_TO}` = s.`__first`"
+            )
+        self.spark.catalog.dropTempView(view)
+        cols = [*schema.column_names, *_META, META_DELETED, VALID_TO]
+        (
+            versions.select(*[quote(c) for c in cols]).write.format("delta").mode("append")
+            .option("txnAppId", f"{app_id}:history").option("txnVersion", 2 * version + 1).save(hist)
+        )
+
+    def close_history(self, path: str, seq: int) -> None:
+        """Truncate or drop: every open version ends at ``seq`` (idempotent by state)."""
+        if self.keep_history:
+            self.spark.sql(
+                f"UPDATE {delta_ref(history_path(path))} SET `{VALID_TO}` = {seq} "
+                f"WHERE `{VALID_TO}` IS NULL AND `{META_SEQ}` < {seq}"
+            )
+
     def truncate(self, path: str, seq: int, app_id: str, version: int) -> None:
         """Remove every row older than the truncate (newer ones came after it in the log)."""
+        self.close_history(path, seq)
         with idempotent_write(self.spark, app_id, version):
             if self.soft:
                 self.spark.sql(
