@@ -373,7 +373,8 @@ class Pipeline:
             new_states = dict(states)
             for table in tables:
                 self._apply_table(window, table, bronze, truncates.get(table, []),
-                                  [e for e in ddl if e.table == table], before.get(table), states.get(table))
+                                  [e for e in ddl if e.table == table], before.get(table), states.get(table),
+                                  report.resumed)
             if not report.rows_by_table:
                 report.rows_by_table = counts
             as_of = {"as_of": time.time()}
@@ -402,6 +403,7 @@ class Pipeline:
         ddl: list[HistoryEntry],
         start_entry: HistoryEntry | None,
         state: TableState | None,
+        resumed: bool,
     ) -> None:
         wid = window.window_id
         path = self.layout.target(table)
@@ -411,7 +413,9 @@ class Pipeline:
         barriers += [(e.seq, "ddl", e) for e in ddl if e.seq >= low]
         barriers.sort(key=lambda b: (b[0], 0 if b[1] == "ddl" else 1))
         schema = start_entry.schema if start_entry else None
-        marker = self.targets.applied_marker(path) if is_delta_table(self.spark, path) else None
+        # Only a resumed window can have barrier steps done already (the marker costs a Delta read).
+        resumable = resumed and any(kind == "ddl" for _, kind, _ in barriers) and is_delta_table(self.spark, path)
+        marker = self.targets.applied_marker(path) if resumable else None
         rows = bronze.where(f"source_table = '{_sql_str(table)}' AND op IN ('c', 'u', 'd') AND seq >= {low}")
         step = 0
         lo = low - 1
@@ -420,6 +424,7 @@ class Pipeline:
             segment = rows.where(f"seq > {lo}" + (f" AND seq < {seq}" if seq is not None else ""))
             step += 1
             if schema is not None and not segment.isEmpty():
+                self._reject_undecodable(table, segment, schema, wid * MAX_STEPS_PER_WINDOW + step)
                 if not is_delta_table(self.spark, path):
                     self.targets.create(path, schema)
                 self.targets.merge_changes(path, schema, self._key_columns(schema), segment, app_id,
@@ -443,6 +448,20 @@ class Pipeline:
             if kind == "ddl":
                 schema = entry.schema
             lo = seq
+
+    def _reject_undecodable(self, table: str, segment: Any, schema: TableSchema, version: int) -> None:
+        """Never merge what does not decode: record it as dead letters and stop the run."""
+        bad = self.targets.undecodable(segment, schema, self._key_columns(schema))
+        if bad.isEmpty():
+            return
+        self.control.dead_letter_write(bad, f"{self._app_id(table)}:dead", version)
+        first = bad.orderBy("seq").select("position").first()
+        raise CdcError(
+            f"changes of {table} at {first.position} do not decode with the schema history's schema "
+            f"(version for that position); they are recorded in {self.layout.dead_letters}",
+            "the schema history is out of step with the log (a skipped or misparsed DDL): re-snapshot the "
+            "table with 'cdclake snapshot --config <file> --tables <regex>'",
+        )
 
     def _apply_ddl(self, path: str, entry: HistoryEntry, seq: int) -> None:
         if entry.schema is None:  # dropped: the mirror empties, history stays in Delta time travel

@@ -181,6 +181,21 @@ class TargetTables:
                 "*", *deleted, f"CAST(NULL AS DECIMAL(38,0)) AS `{VALID_TO}`")
             first.write.format("delta").mode("append").save(history_path(path))
 
+    def undecodable(self, events: DataFrame, schema: TableSchema, key_columns: list[str]) -> DataFrame:
+        """Bronze rows whose images do not decode with ``schema`` (dead-letter rows, with a reason)."""
+        canon = _escape(_canonical_ddl(self.types, schema))
+        parsed = events.selectExpr("*", f"from_json(before, '{canon}') AS b", f"from_json(after, '{canon}') AS a")
+        broken = ["(after IS NOT NULL AND a IS NULL)", "(before IS NOT NULL AND b IS NULL)"]
+        if schema.primary_key:  # a key that decodes to null cannot be merged
+            for image in ("a", "b"):
+                nulls = " OR ".join(f"{image}.{quote(k)} IS NULL" for k in key_columns)
+                broken.append(f"({image} IS NOT NULL AND ({nulls}))")
+        return parsed.where(" OR ".join(broken)).selectExpr(
+            "window_id", "source_table", "seq", "position", "op",
+            f"'images do not decode with schema of {_escape(schema.qualified_name)} (or key is null)' AS reason",
+            "before", "after", "current_timestamp() AS recorded_at",
+        )
+
     def merge_changes(
         self,
         path: str,
