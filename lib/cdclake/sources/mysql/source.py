@@ -71,7 +71,7 @@ class MySqlSource(Source):
             "host": self.config.host,
             "port": self.config.port,
             "user": self.config.user,
-            "passwd": self.config.password.get_secret_value(),
+            "password": self.config.password.get_secret_value(),
             "connect_timeout": self.config.connect_timeout,
         }
 
@@ -79,7 +79,7 @@ class MySqlSource(Source):
         s = self._settings()
         try:
             return pymysql.connect(
-                host=s["host"], port=s["port"], user=s["user"], password=s["passwd"],
+                host=s["host"], port=s["port"], user=s["user"], password=s["password"],
                 connect_timeout=s["connect_timeout"], autocommit=True, charset="utf8mb4",
             )
         except pymysql.err.OperationalError as exc:
