@@ -294,7 +294,8 @@ def bench_mining(args, db, pipeline) -> dict:
 def bench_merge(args, pipeline, work: Path, window_id: int) -> dict:
     spark = pipeline.spark
     targets = pipeline.targets
-    registry = pipeline.control.schemas_before_window(window_id)
+    control = pipeline.control
+    registry = control.latest_per_table(control.before_window(control.history_through_window(window_id), window_id))
     schema = registry[TABLE].schema
     keys = pipeline._key_columns(schema)
     snap_target = read_delta(spark, pipeline.layout.target(TABLE))
