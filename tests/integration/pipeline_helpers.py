@@ -12,20 +12,21 @@ from cdclake.testing.compare import compare_table
 from cdclake.testing.mariadb import MariaDBServer
 
 
-def pipeline_yaml(db: MariaDBServer, database: str, lake: Path, name: str = "t", extra: str = "") -> str:
+def pipeline_yaml(db: MariaDBServer, database: str, lake: Path, name: str = "t", extra: str = "",
+                  source_extra: str = "") -> str:
     os.environ["CDCLAKE_TEST_PASSWORD"] = db.cdc_password
     return (
         f"pipeline: {name}\n"
         f"source:\n  type: mariadb\n  host: 127.0.0.1\n  port: {db.port}\n  user: {db.cdc_user}\n"
         f"  password: ${{CDCLAKE_TEST_PASSWORD}}\n  server_id: {4000 + abs(hash(name)) % 1000}\n"
-        f"  include_tables: ['{database}\\..*']\n"
+        f"  include_tables: ['{database}\\..*']\n{source_extra}"
         f"lake:\n  root: {lake}\n{extra}"
     )
 
 
 def make_pipeline(spark, db: MariaDBServer, database: str, lake: Path, name: str = "t",  # type: ignore[no-untyped-def]
-                  extra: str = "") -> Pipeline:
-    config: PipelineConfig = load_config_text(pipeline_yaml(db, database, lake, name, extra))
+                  extra: str = "", source_extra: str = "") -> Pipeline:
+    config: PipelineConfig = load_config_text(pipeline_yaml(db, database, lake, name, extra, source_extra))
     return Pipeline(config, make_source(config), spark)
 
 
