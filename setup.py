@@ -27,10 +27,10 @@ setup(
         "pyarrow>=14",
         "pandas>=2.0",
         "orjson>=3.9",
+        "oracledb>=2.0",
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6"],
-        "oracle": ["oracledb>=2"],
         "db2": ["ibm-db>=3.2"],
         "quality": ["great-expectations>=1.0,<2"],
     },

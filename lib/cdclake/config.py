@@ -40,19 +40,9 @@ class SnapshotOptions(_Strict):
     min_rows_per_partition: int = Field(50_000, ge=1, description="small tables are read in one query")
 
 
-class SourceConfig(_Strict):
-    type: Literal["mysql", "mariadb"]
-    host: str
-    port: int = 3306
-    user: str
-    password: SecretStr
-    server_id: int = Field(ge=1, lt=2**32)
+class _CapturedTables(_Strict):
     include_tables: list[str] = Field(default_factory=lambda: [".*"])
     exclude_tables: list[str] = Field(default_factory=list)
-    position_mode: Literal["file", "gtid"] = "file"
-    connect_timeout: int = Field(10, ge=1)
-    jdbc_options: dict[str, str] = Field(default_factory=dict)
-    snapshot: SnapshotOptions = Field(default_factory=SnapshotOptions)
 
     @field_validator("include_tables", "exclude_tables")
     @classmethod
@@ -65,7 +55,7 @@ class SourceConfig(_Strict):
         return patterns
 
     def captures(self, qualified: str) -> bool:
-        """Anchored include/exclude matching on ``database.table``.
+        """Anchored include/exclude matching on ``database.table`` (Oracle: ``OWNER.TABLE``).
 
         >>> SourceConfig(type="mysql", host="h", user="u", password="p", server_id=1,
         ...              include_tables=[r"shop\\..*"], exclude_tables=[r"shop\\.tmp_.*"]).captures("shop.tmp_x")
@@ -74,6 +64,96 @@ class SourceConfig(_Strict):
         if not any(re.fullmatch(p, qualified) for p in self.include_tables):
             return False
         return not any(re.fullmatch(p, qualified) for p in self.exclude_tables)
+
+
+class SourceConfig(_CapturedTables):
+    """A MySQL or MariaDB server (binlog)."""
+
+    type: Literal["mysql", "mariadb"]
+    host: str
+    port: int = 3306
+    user: str
+    password: SecretStr
+    server_id: int = Field(ge=1, lt=2**32)
+    position_mode: Literal["file", "gtid"] = "file"
+    connect_timeout: int = Field(10, ge=1)
+    jdbc_options: dict[str, str] = Field(default_factory=dict)
+    snapshot: SnapshotOptions = Field(default_factory=SnapshotOptions)
+
+
+class OracleMiningOptions(_Strict):
+    """LogMiner settings (names follow Debezium's ``log.mining.*`` where one exists)."""
+
+    dictionary: Literal["online_catalog", "redo_log_catalog"] = "online_catalog"
+    archive_log_only: bool = Field(False, description="mine archived logs only (no online redo)")
+    archive_destination: str | None = Field(None, description="DEST_NAME of the archive destination to use")
+    batch_size_min: int = Field(1_000, ge=1)
+    batch_size_max: int = Field(100_000, ge=1)
+    batch_size_default: int = Field(20_000, ge=1)
+    batch_size_increment: int = Field(20_000, ge=1)
+    gap_size_min: int = Field(1_000_000, ge=1, description="an SCN jump this large in little time is mined at once")
+    gap_interval_ms: int = Field(20_000, ge=1)
+    fetch_size: int = Field(10_000, ge=1, description="V$LOGMNR_CONTENTS rows per array fetch")
+    lob: bool = Field(False, description="capture LOB writes (LOB_WRITE/TRIM/ERASE)")
+    retries: int = Field(3, ge=0, description="reconnects after a lost connection, with backoff")
+    retry_backoff_s: float = Field(1.0, ge=0)
+    flush_table: str | None = Field("CDCLAKE_FLUSH", description="table whose update forces LGWR to flush redo")
+    exclude_users: list[str] = Field(default_factory=list, description="users whose changes are not captured")
+
+    @model_validator(mode="after")
+    def _batch_sizes_ordered(self) -> OracleMiningOptions:
+        if not self.batch_size_min <= self.batch_size_default <= self.batch_size_max:
+            raise ValueError("batch_size_min <= batch_size_default <= batch_size_max must hold")
+        return self
+
+
+class OracleSnapshotOptions(_Strict):
+    partitions: int = Field(4, ge=1, description="parallel JDBC reads (ROWID or key ranges) per table")
+    fetch_size: int = Field(10_000, ge=1)
+    min_rows_per_partition: int = Field(50_000, ge=1)
+    lock_mode: Literal["shared", "none"] = "shared"
+    retries: int = Field(2, ge=0, description="re-reads of a failed chunk at the same SCN")
+
+
+class OracleExportOptions(_Strict):
+    path: str = Field(description="file or directory of exported V$LOGMNR_CONTENTS rows")
+    format: Literal["csv", "parquet"] = "parquet"
+    ddl_file: str | None = Field(None, description="CREATE TABLE statements (for tables without DDL rows)")
+
+
+class OracleSourceConfig(_CapturedTables):
+    """An Oracle database (LogMiner), or exported LogMiner rows (``mode: export``)."""
+
+    type: Literal["oracle"]
+    mode: Literal["live", "export"] = "live"
+    dsn: str | None = Field(None, description="EZConnect or TNS descriptor; else host/port/service_name")
+    host: str | None = None
+    port: int = 1521
+    service_name: str | None = None
+    user: str | None = None
+    password: SecretStr | None = None
+    pdb: str | None = Field(None, description="PDB of the captured tables (CDB only; LogMiner runs in the root)")
+    snapshot_dsn: str | None = Field(None, description="connect string of the PDB for snapshots (CDB)")
+    connect_timeout: int = Field(10, ge=1)
+    jdbc_options: dict[str, str] = Field(default_factory=dict)
+    mining: OracleMiningOptions = Field(default_factory=OracleMiningOptions)
+    snapshot: OracleSnapshotOptions = Field(default_factory=OracleSnapshotOptions)
+    export: OracleExportOptions | None = None
+
+    @model_validator(mode="after")
+    def _mode_complete(self) -> OracleSourceConfig:
+        if self.mode == "export":
+            if self.export is None:
+                raise ValueError("mode 'export' needs source.export.path (and format)")
+        else:
+            if not (self.dsn or (self.host and self.service_name)):
+                raise ValueError("set source.dsn, or source.host and source.service_name")
+            if not self.user or self.password is None:
+                raise ValueError("set source.user and source.password (e.g. password: ${ORACLE_PASSWORD})")
+        return self
+
+    def connect_string(self) -> str:
+        return self.dsn or f"{self.host}:{self.port}/{self.service_name}"
 
 
 class LakeConfig(_Strict):
@@ -95,6 +175,10 @@ class MiningOptions(_Strict):
     flush_rows: int = Field(100_000, ge=100, description="committed rows buffered before a staging flush")
     spill_rows: int = Field(200_000, ge=100, description="rows of one open transaction kept in memory")
     skip_unparsable_ddl: bool = False
+    unparsable_rows: Literal["fail", "dead_letter"] = Field(
+        "fail", description="a change that does not decode: stop the run, or record it and go on")
+    transaction_retention_s: int | None = Field(
+        None, ge=1, description="abandon (record, report, skip) transactions open longer than this; unset = never")
 
 
 class TableOptions(_Strict):
@@ -108,7 +192,7 @@ class SparkConfig(_Strict):
 
 class PipelineConfig(_Strict):
     pipeline: str = Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
-    source: SourceConfig
+    source: SourceConfig | OracleSourceConfig = Field(discriminator="type")
     lake: LakeConfig
     mining: MiningOptions = Field(default_factory=MiningOptions)
     tables: dict[str, TableOptions] = Field(default_factory=dict)

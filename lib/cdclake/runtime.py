@@ -13,8 +13,12 @@ def make_source(config: PipelineConfig) -> Source:
     if config.source.type in ("mysql", "mariadb"):
         from cdclake.sources.mysql.source import MySqlSource
 
-        return MySqlSource(config.source, skip_unparsable_ddl=config.mining.skip_unparsable_ddl)
-    raise ConfigError(f"source.type: {config.source.type!r} is not supported", "use mysql or mariadb")
+        return MySqlSource(config.source, skip_unparsable_ddl=config.mining.skip_unparsable_ddl)  # type: ignore[arg-type]
+    if config.source.type == "oracle":
+        from cdclake.sources.oracle.source import OracleSource
+
+        return OracleSource(config.source, config.mining)
+    raise ConfigError(f"source.type: {config.source.type!r} is not supported", "use mysql, mariadb or oracle")
 
 
 def open_pipeline(config: PipelineConfig, app_name: str | None = None) -> Pipeline:

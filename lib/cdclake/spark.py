@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -83,6 +84,10 @@ def build_spark(
         builder = builder.master(master)
     elif "SPARK_HOME" not in os.environ or not os.environ.get("PYSPARK_SUBMIT_ARGS"):
         builder = builder.master("local[2]")
+        master = "local[2]"
+    if (master or "").startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
+        # Python workers (decoding UDFs) must see the same interpreter and packages as the driver.
+        os.environ["PYSPARK_PYTHON"] = sys.executable
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -9,6 +9,8 @@ Layout under ``lake.root/<pipeline>/``::
     _cdclake/runs/                run log with metrics
     _cdclake/dead_letters/        events that could not be applied
     _cdclake/staging/window=N/    mined rows of a window before its bronze commit
+    _cdclake/inflight/            changes of transactions still open at a window's end (frame sources)
+    _cdclake/transactions/        every transaction that ended: committed, rolled back or abandoned
 """
 
 from __future__ import annotations
@@ -68,6 +70,14 @@ class LakeLayout:
     @property
     def dead_letters(self) -> str:
         return f"{self.control}/dead_letters"
+
+    @property
+    def inflight(self) -> str:
+        return f"{self.control}/inflight"
+
+    @property
+    def transactions(self) -> str:
+        return f"{self.control}/transactions"
 
     def staging(self, window_id: int) -> str:
         return f"{self.control}/staging/window={window_id}"

@@ -20,6 +20,7 @@ A kill at any instant leaves a window that the next run finishes with the same b
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import signal
@@ -27,7 +28,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,7 @@ from cdclake.engine.events import (
     event_seq,
     snapshot_seq,
 )
+from cdclake.engine.inflight import InflightBuffer
 from cdclake.engine.lake import (
     LakeLayout,
     ensure_table,
@@ -66,11 +68,12 @@ from cdclake.engine.lock import pipeline_lock
 from cdclake.engine.target import TargetTables
 from cdclake.errors import CdcError
 from cdclake.schema import TableSchema
-from cdclake.sources.base import Ddl, Position, Source, WindowEnd
+from cdclake.sources.base import Ddl, FrameSource, Position, Source, WindowEnd
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+log = logging.getLogger(__name__)
 MAX_STEPS_PER_WINDOW = 1000  # idempotency version = window * 1000 + step
 CRASH_ENV = "CDCLAKE_CRASH_AT"  # fault injection for the kill tests: "<point>[:<nth>]"
 _crash_hits: dict[str, int] = {}
@@ -179,8 +182,16 @@ class Pipeline:
         ])
         for t in todo:
             schema = start.schemas[t]
-            frame = self.source.snapshot_read(self.spark, schema)
-            self.targets.write_snapshot(self.layout.target(t), schema, frame, seq, pos.describe())
+            try:
+                frame = self.source.snapshot_read(self.spark, schema)
+                self.targets.write_snapshot(self.layout.target(t), schema, frame, seq, pos.describe())
+            except CdcError:
+                raise
+            except Exception as exc:
+                explained = self.source.explain_error(exc)
+                if explained is None:
+                    raise
+                raise explained from exc
             self.control.set_tables(
                 [TableState(t, TABLE_STREAMING, pos.to_dict(), pos.ordinal, None, None,
                             {"snapshot_position": pos.describe(), "as_of": time.time()})], report.run_id)
@@ -230,7 +241,10 @@ class Pipeline:
         end = self._bronze_window_end(window.window_id)
         if end is None:
             self.source.check_available(start)
-            end = self._mine_window(window, start, states, report)
+            if isinstance(self.source, FrameSource):
+                end = self._mine_frame_window(window, start, states, report)
+            else:
+                end = self._mine_window(window, start, states, report)
         report.end = end.describe()
         new_states = self._apply_window(window, end, states, report)
         crash_point("applied")
@@ -290,20 +304,7 @@ class Pipeline:
         history: list[HistoryEntry] = []
 
         def on_ddl(ddl: Ddl) -> None:
-            seq = event_seq(ddl.position.ordinal, 0)
-            if ddl.skipped_reason:  # recorded, never applied: the operator sees what was skipped and why
-                history.append(HistoryEntry(
-                    version=next_version + len(history), table=ddl.database or "", seq=seq,
-                    position=ddl.position.describe(), ddl=ddl.statement, kind=SKIPPED, schema=None,
-                    renamed_from=None, column_renames={}, window_id=wid,
-                ))
-            for table, schema in ddl.changes.items():  # the source already dropped DDL at/below floors
-                history.append(HistoryEntry(
-                    version=next_version + len(history), table=table, seq=seq, position=ddl.position.describe(),
-                    ddl=ddl.statement, kind="drop" if schema is None else "ddl",
-                    schema=schema, renamed_from=ddl.renamed_from.get(table),
-                    column_renames=ddl.column_renames.get(table, {}), window_id=wid,
-                ))
+            history.extend(_history_entries(ddl, next_version + len(history), wid))
 
         assembler = TransactionAssembler(
             stage, on_ddl, self.config.mining.flush_rows, self.config.mining.spill_rows, floors
@@ -347,6 +348,111 @@ class Pipeline:
         report.events, report.transactions = stats.events, stats.transactions
         report.rows_by_table = dict(stats.rows_by_table)
         return end
+
+    def _mine_frame_window(
+        self, window: WindowState, start: Position, states: dict[str, TableState], report: RunReport
+    ) -> Position:
+        """Mine a window decoded in Spark; assemble transactions with the persistent in-flight buffer."""
+        from pyspark.sql import functions as F
+
+        assert isinstance(self.source, FrameSource)
+        wid = window.window_id
+        staging = self.layout.staging(wid)
+        hadoop_delete(self.spark, staging)  # rows of a killed attempt
+        earlier = self.control.before_window(self.control.history_through_window(wid), wid)
+        registry = self.control.latest_per_table(earlier)
+        schemas = {t: e.schema for t, e in registry.items() if e.schema is not None}
+        versions = {t: e.version for t, e in registry.items() if e.schema is not None}
+        next_version = max((e.version for e in earlier), default=0) + 1
+        floors = {t: s.ordinal for t, s in states.items()}
+        mined = self.source.mine_frame(
+            self.spark, wid, start, self.source.position_from_dict(window.end_limit), schemas, versions,
+            next_version, window.max_events, f"{staging}/source",
+        )
+        # Decoding runs once: later steps read the decoded rows back.
+        mined.rows.write.mode("overwrite").parquet(f"{staging}/decoded")
+        rows = self.spark.read.parquet(f"{staging}/decoded")
+        history: list[HistoryEntry] = []
+        for ddl in mined.ddl:
+            history.extend(_history_entries(ddl, next_version + len(history), wid))
+
+        buffer = InflightBuffer(self.spark, self.layout, self.config.pipeline)
+        buffer.ensure()
+        retention = self.config.mining.transaction_retention_s
+        end_ts = rows.agg(F.max("event_ts")).first()[0]
+        assembly = buffer.assemble(wid, rows, floors, None if retention is None else timedelta(seconds=retention),
+                                   end_ts)
+        self._stop_on_bad_rows(wid, assembly.errors)
+        assembly.committed.write.mode("overwrite").parquet(f"{staging}/committed")
+        committed = self.spark.read.parquet(f"{staging}/committed")
+        crash_point("staged")
+        self.control.append_history(history, (f"cdclake:{self.config.pipeline}:history", wid))
+        crash_point("history")
+        buffer.record(wid, assembly)
+        crash_point("inflight")
+
+        stats = committed.groupBy("source_table").agg(
+            F.count(F.lit(1)).alias("n"), F.countDistinct("txid").alias("t")).collect()
+        rows_by_table = {r.source_table: int(r.n) for r in stats}
+        ended = self.spark.read.format("delta").load(self.layout.transactions).where(f"window_id = {wid}")
+        counts = {r.status: int(r["count"]) for r in ended.groupBy("status").count().collect()}
+        open_now = assembly.stats["open"].join(ended.select("txid"), "txid", "left_anti")
+        open_summary = open_now.agg(F.countDistinct("txid").alias("n"), F.min("ordinal").alias("oldest")).first()
+        abandoned = [r.asDict() for r in ended.where("status = 'abandoned'").select(
+            "txid", "first_position", "rows", "tables").limit(20).collect()]
+        late = [r.txid for r in assembly.stats["late_commits"].select("txid").limit(20).collect()]
+        for item in abandoned:
+            log.warning("window %s: abandoned transaction %s (first change %s, %s rows, tables %s): its changes "
+                        "are NOT applied", wid, item["txid"], item["first_position"], item["rows"], item["tables"])
+        for txid in late:
+            log.warning("window %s: transaction %s committed after it was abandoned: its changes are lost", wid, txid)
+        marker = {
+            "end": mined.end.to_dict(), "events": sum(rows_by_table.values()),
+            "transactions": counts.get("committed", 0), "rolled_back": counts.get("rolled_back", 0),
+            "abandoned": counts.get("abandoned", 0), "abandoned_sample": abandoned, "late_commits": late,
+            "open_transactions": int(open_summary.n or 0),
+            "oldest_open_ordinal": None if open_summary.oldest is None else str(open_summary.oldest),
+            "rows_by_table": rows_by_table, **mined.stats,
+        }
+        marker_df = self.spark.createDataFrame(
+            [(wid, "", WINDOW_MARKER_OP, Decimal(event_seq(mined.end.ordinal, 0)), mined.end.describe(), None, None,
+              None, None, json.dumps(marker, default=str))],
+            schema=BRONZE_DDL,
+        )
+        (
+            committed.select(*BRONZE_COLUMNS).unionByName(marker_df)
+            .write.format("delta").mode("append")
+            .option("txnAppId", f"cdclake:{self.config.pipeline}:bronze").option("txnVersion", wid)
+            .save(self.layout.bronze)
+        )
+        crash_point("bronze")
+        hadoop_delete(self.spark, staging)
+        report.events, report.transactions = marker["events"], marker["transactions"]
+        report.rows_by_table = rows_by_table
+        return mined.end
+
+    def _stop_on_bad_rows(self, wid: int, errors: Any) -> None:
+        """Rows of committed work that did not decode: dead letters, then stop or go on per policy."""
+        bad = errors.selectExpr(
+            "window_id", "source_table",
+            f"CAST(coalesce(end_ordinal, ordinal) * CAST({SEQ_SPAN} AS DECIMAL(11,0)) AS DECIMAL(38,0)) AS seq",
+            "position", "op", "error AS reason", "raw AS before", "CAST(NULL AS STRING) AS after",
+            "current_timestamp() AS recorded_at",
+        )
+        first = bad.orderBy("seq").first()
+        if first is None:
+            return
+        self.control.dead_letter_write(bad, f"cdclake:{self.config.pipeline}:undecodable", wid)
+        if self.config.mining.unparsable_rows == "dead_letter" and first.source_table:
+            log.warning("window %s: undecodable rows recorded in %s (first at %s: %s)", wid,
+                        self.layout.dead_letters, first.position, first.reason)
+            return
+        raise CdcError(
+            f"a change of {first.source_table or 'the log'} at {first.position} cannot be decoded: {first.reason}; "
+            f"it is recorded with the others in {self.layout.dead_letters} (statement: {(first.before or '')[:300]})",
+            "fix the cause (schema history out of step, unsupported statement) and run again; to record such rows "
+            "and go on without them set 'mining.unparsable_rows: dead_letter'",
+        )
 
     # ---- apply -----------------------------------------------------------------------------------
 
@@ -523,6 +629,24 @@ class Pipeline:
             "transactions": report.transactions, "rows_by_table": report.rows_by_table, "lag_s": None,
             "start_position": report.start, "end_position": report.end, "error": error,
         })
+
+
+def _history_entries(ddl: Ddl, first_version: int, wid: int) -> list[HistoryEntry]:
+    seq = event_seq(ddl.position.ordinal, 0)
+    out: list[HistoryEntry] = []
+    if ddl.skipped_reason:  # recorded, never applied: the operator sees what was skipped and why
+        out.append(HistoryEntry(
+            version=first_version, table=ddl.database or "", seq=seq, position=ddl.position.describe(),
+            ddl=ddl.statement, kind=SKIPPED, schema=None, renamed_from=None, column_renames={}, window_id=wid,
+        ))
+    for table, schema in ddl.changes.items():  # the source already dropped DDL at/below floors
+        out.append(HistoryEntry(
+            version=first_version + len(out), table=table, seq=seq, position=ddl.position.describe(),
+            ddl=ddl.statement, kind="drop" if schema is None else "ddl", schema=schema,
+            renamed_from=ddl.renamed_from.get(table), column_renames=ddl.column_renames.get(table, {}),
+            window_id=wid,
+        ))
+    return out
 
 
 def _sql_str(text: str) -> str:

@@ -29,6 +29,7 @@ from cdclake.engine.events import (
     META_TXID,
     META_WINDOW,
     TARGET_META_DDL,
+    UNAVAILABLE_KEY,
 )
 from cdclake.engine.lake import TARGET_PROPERTIES, delta_ref, history_path, idempotent_write, is_delta_table, quote
 from cdclake.schema import Column, TableSchema
@@ -207,16 +208,25 @@ class TargetTables:
     ) -> None:
         """MERGE bronze change rows (op, seq, position, txid, commit_ts, window_id, before, after)."""
         canon = _canonical_ddl(self.types, schema)
+        # Images may leave out columns the log did not supply (listed under __unavailable).
+        partial = getattr(self.types, "images_may_omit_columns", False) and not events.where(
+            F.col("after").contains(f'"{UNAVAILABLE_KEY}"')).isEmpty()
+        canon_a = canon + (f", `{UNAVAILABLE_KEY}` ARRAY<STRING>" if partial else "")
         ev = events.selectExpr(
             "op", "seq", "position", "txid", "commit_ts", "window_id",
             f"from_json(before, '{_escape(canon)}') AS b",
-            f"from_json(after, '{_escape(canon)}') AS a",
+            f"from_json(after, '{_escape(canon_a)}') AS a",
         )
         keys_a = " AND ".join(f"a.{quote(k)} <=> b.{quote(k)}" for k in key_columns)
+        names = schema.column_names
 
         def action(where: str, image: str, kind: str, sub: int) -> DataFrame:
+            flags = []
+            if partial:
+                missing = f"coalesce(a.`{UNAVAILABLE_KEY}`, array())" if image == "a" else "array()"
+                flags = [f"array_contains({missing}, '{_escape(n)}') AS `__ua{i}`" for i, n in enumerate(names)]
             return ev.where(where).selectExpr(*typed_select(self.types, schema, image), *_BRONZE_TO_META,
-                                              f"'{kind}' AS `__action`", f"{sub} AS `__sub`")
+                                              f"'{kind}' AS `__action`", f"{sub} AS `__sub`", *flags)
 
         actions = (
             action("op IN ('c', 'u', 'r')", "a", "u", 1)
@@ -224,8 +234,10 @@ class TargetTables:
             # a primary-key update also deletes the old key, ordered just before the new one
             .unionByName(action(f"op = 'u' AND b IS NOT NULL AND NOT ({keys_a})", "b", "d", 0))
         )
+        if partial:
+            actions = _carry_unavailable(actions, names, key_columns)
         if self.keep_history:
-            self._record_versions(path, schema, key_columns, actions, app_id, version)
+            self._record_versions(path, schema, key_columns, actions.drop(*_flags(names, partial)), app_id, version)
         w = Window.partitionBy(*[F.col(quote(k)) for k in key_columns]).orderBy(
             F.col(META_SEQ).desc(), F.col("__sub").desc())
         latest = actions.withColumn("__rn", F.row_number().over(w)).where("__rn = 1").drop("__rn", "__sub")
@@ -235,7 +247,9 @@ class TargetTables:
         cols = schema.column_names + _META
         on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in key_columns)
         newer = f"s.{META_SEQ} > t.{META_SEQ}"
-        set_all = ", ".join(f"t.{quote(c)} = s.{quote(c)}" for c in cols)
+        value = {n: (f"CASE WHEN s.`__ua{i}` THEN t.{quote(n)} ELSE s.{quote(n)} END" if partial else f"s.{quote(n)}")
+                 for i, n in enumerate(names)}
+        set_all = ", ".join(f"t.{quote(c)} = {value.get(c, 's.' + quote(c))}" for c in cols)
         ins_cols = ", ".join(quote(c) for c in cols)
         ins_vals = ", ".join(f"s.{quote(c)}" for c in cols)
         if self.soft:
@@ -321,6 +335,27 @@ class TargetTables:
         )
         self.spark.catalog.dropTempView(view)
         self.spark.sql(f"DELETE FROM {delta_ref(source_path)} WHERE `{META_SEQ}` < {before_seq}")
+
+def _flags(names: list[str], partial: bool) -> list[str]:
+    return [f"__ua{i}" for i in range(len(names))] if partial else []
+
+
+def _carry_unavailable(actions: DataFrame, names: list[str], key_columns: list[str]) -> DataFrame:
+    """A value the log left out takes the key's newest earlier value of the batch (none after a
+    delete: then NULL); with no earlier value the flag stays set and the MERGE keeps the target's."""
+    order = Window.partitionBy(*[F.col(quote(k)) for k in key_columns]).orderBy(
+        F.col(META_SEQ), F.col("__sub")).rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    out = actions
+    for i, n in enumerate(names):
+        col, flag = F.col(quote(n)), F.col(f"__ua{i}")
+        known = (F.when(F.col("__action") == "d", F.struct(F.lit(None).cast(actions.schema[n].dataType).alias("v")))
+                 .when(~flag, F.struct(col.alias("v"))))
+        carried = F.last(known, ignorenulls=True).over(order)
+        out = out.withColumn(f"__c{i}", carried)
+        out = out.withColumn(n, F.when(flag & F.col(f"__c{i}").isNotNull(), F.col(f"__c{i}.v")).otherwise(col))
+        out = out.withColumn(f"__ua{i}", flag & F.col(f"__c{i}").isNull()).drop(f"__c{i}")
+    return out
+
 
 def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("'", "\\'")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from cdclake.errors import CdcError
 from cdclake.schema import Column, TableSchema
 
 if TYPE_CHECKING:
@@ -195,3 +196,50 @@ class Source(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""
+
+    def explain_error(self, exc: BaseException) -> CdcError | None:
+        """A :class:`CdcError` saying what to do about a failure of a snapshot read, if known."""
+        return None
+
+
+@dataclass
+class MinedWindow:
+    """One window mined by a :class:`FrameSource`.
+
+    ``rows`` has the engine's log-row schema (:data:`cdclake.engine.events.LOG_ROWS_DDL`): row
+    changes with their transaction id, commits and rollbacks, in log order (``idx``). Transactions
+    need not end inside the window: the engine carries open ones over in Delta.
+    """
+
+    end: Position
+    rows: DataFrame
+    ddl: list[Ddl]
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+class FrameSource(Source):
+    """A source whose log is decoded in Spark, window by window (large logs, parallel parsing)."""
+
+    def mine(self, *args: Any, **kwargs: Any) -> Iterator[LogRecord]:
+        raise NotImplementedError(f"{type(self).__name__} mines with mine_frame()")
+
+    @abc.abstractmethod
+    def mine_frame(
+        self,
+        spark: SparkSession,
+        window_id: int,
+        start: Position,
+        end_limit: Position,
+        schemas: dict[str, TableSchema],
+        versions: dict[str, int],
+        next_schema_version: int,
+        max_events: int | None,
+        staging: str,
+    ) -> MinedWindow:
+        """Mine from ``start`` to at most ``end_limit`` (any log position, not only between
+        transactions); stage what is needed under ``staging`` (a Hadoop-FS path the engine clears).
+
+        ``schemas`` / ``versions`` are the registry valid at ``start`` and its schema versions; DDL
+        met in the window evolves it (new versions from ``next_schema_version``) and is returned in
+        ``ddl``, in log order.
+        """

@@ -1,0 +1,211 @@
+"""Transaction assembly in Spark with a persistent in-flight buffer (frame-mining sources).
+
+A window's log rows (:data:`~cdclake.engine.events.LOG_ROWS_DDL`) hold changes of transactions
+that may have started windows ago and may end windows later. Per window ``k``:
+
+* **pending** = ``inflight`` rows of windows ``< k`` whose transaction did not end before ``k``;
+* a transaction that **commits** in ``k`` is its pending rows plus its rows of ``k``; partial
+  rollbacks (``undo`` rows) remove the newest earlier change with the same locator; the survivors
+  get ``seq = commit ordinal * SEQ_SPAN + index in the transaction`` and go to bronze, except
+  changes a table already holds (commit ordinal at or below the table's floor);
+* a **rollback** discards the transaction; a transaction open longer than the retention is
+  **abandoned**: discarded, recorded in ``transactions`` with its first position and row count,
+  and reported — a later commit of it is ignored and reported too;
+* changes of transactions still open after ``k`` are appended to ``inflight``.
+
+Nothing is held in driver memory: a transaction of any size spans any number of windows. Writes
+are idempotent per window (Delta ``txnAppId``/``txnVersion``), and pending is read as of windows
+``< k``, so a window killed half-way is assembled identically when re-run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from cdclake.engine.events import (
+    BRONZE_COLUMNS,
+    KIND_CHANGE,
+    KIND_COMMIT,
+    KIND_ERROR,
+    KIND_ROLLBACK,
+    KIND_UNDO,
+    LOG_ROWS_COLUMNS,
+    LOG_ROWS_DDL,
+    SEQ_SPAN,
+)
+from cdclake.engine.lake import LakeLayout, delta_ref, ensure_table, is_delta_table
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+TRANSACTIONS_DDL = (
+    "txid STRING, status STRING, window_id BIGINT, ordinal DECIMAL(38,0), position STRING, commit_ts TIMESTAMP, "
+    "first_window BIGINT, first_ordinal DECIMAL(38,0), first_position STRING, first_ts TIMESTAMP, rows BIGINT, "
+    "tables ARRAY<STRING>, recorded_at TIMESTAMP"
+)
+COMMITTED, ROLLED_BACK, ABANDONED = "committed", "rolled_back", "abandoned"
+
+
+@dataclass
+class Assembly:
+    committed: DataFrame  # bronze columns
+    new_inflight: DataFrame  # log-row columns
+    ended: DataFrame  # transactions columns
+    errors: DataFrame  # log rows that stop the run (decode failures of committed work, error rows)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+class InflightBuffer:
+    def __init__(self, spark: SparkSession, layout: LakeLayout, pipeline: str) -> None:
+        self.spark = spark
+        self.layout = layout
+        self.app = f"cdclake:{pipeline}"
+
+    def ensure(self) -> None:
+        ensure_table(self.spark, self.layout.inflight, LOG_ROWS_DDL)
+        ensure_table(self.spark, self.layout.transactions, TRANSACTIONS_DDL)
+
+    def _ended_before(self, window_id: int) -> DataFrame:
+        return self.spark.read.format("delta").load(self.layout.transactions).where(f"window_id < {int(window_id)}")
+
+    def assemble(
+        self,
+        window_id: int,
+        rows: DataFrame,
+        floors: dict[str, int],
+        retention: timedelta | None = None,
+        window_end_ts: datetime | None = None,
+    ) -> Assembly:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        k = int(window_id)
+        ended_before = self._ended_before(k).select("txid", "status")
+        abandoned_before = ended_before.where(f"status = '{ABANDONED}'").select("txid")
+        pending = (
+            self.spark.read.format("delta").load(self.layout.inflight)
+            .where(f"window_id < {k}")
+            .join(ended_before.select("txid"), "txid", "left_anti")
+            .select(*LOG_ROWS_COLUMNS)
+        )
+        rows = rows.select(*LOG_ROWS_COLUMNS)
+        window_changes = rows.where(f"kind IN ('{KIND_CHANGE}', '{KIND_UNDO}')").join(
+            abandoned_before, "txid", "left_anti")
+        ends = rows.where(f"kind IN ('{KIND_COMMIT}', '{KIND_ROLLBACK}')").select(
+            "txid", F.col("kind").alias("end_kind"), F.col("ordinal").alias("end_ordinal"),
+            F.col("position").alias("end_position"), F.col("event_ts").alias("end_ts"))
+        changes = pending.unionByName(window_changes)
+        ended = changes.join(ends, "txid")  # rows of transactions that end in this window
+        committed_rows = ended.where(f"end_kind = '{KIND_COMMIT}'")
+
+        # Partial rollbacks: only (txid, locator) groups that hold an undo row need the stack walk.
+        group = ["txid", "__loc"]
+        committed_rows = committed_rows.withColumn("__loc", F.coalesce("locator", "source_table"))
+        has_undo = F.max(F.when(F.col("kind") == KIND_UNDO, 1).otherwise(0)).over(Window.partitionBy(*group))
+        flagged = committed_rows.withColumn("__has_undo", has_undo)
+        plain = flagged.where("__has_undo = 0").drop("__has_undo")
+        undone = flagged.where("__has_undo = 1").drop("__has_undo")
+        undone = undone.groupBy(*group).applyInPandas(_apply_undo, schema=undone.schema)
+        survivors = plain.unionByName(undone).where(f"kind = '{KIND_CHANGE}'").drop("__loc")
+
+        errors = survivors.where("error IS NOT NULL").unionByName(
+            rows.where(f"kind = '{KIND_ERROR}'").select(*LOG_ROWS_COLUMNS, *[
+                F.lit(None).cast(t).alias(c) for c, t in (("end_kind", "string"), ("end_ordinal", "decimal(38,0)"),
+                                                           ("end_position", "string"), ("end_ts", "timestamp"))]),
+            allowMissingColumns=True,
+        )
+        in_txn = Window.partitionBy("txid").orderBy("window_id", "idx")
+        numbered = survivors.withColumn("__n", F.row_number().over(in_txn))
+        floor_rows = [(t, Decimal(int(o))) for t, o in floors.items()]
+        floors_df = self.spark.createDataFrame(floor_rows, "source_table STRING, floor DECIMAL(38,0)") if floor_rows \
+            else self.spark.createDataFrame([], "source_table STRING, floor DECIMAL(38,0)")
+        numbered = numbered.join(F.broadcast(floors_df), "source_table", "left").where(
+            "floor IS NULL OR end_ordinal > floor")
+        committed = numbered.selectExpr(
+            f"CAST({k} AS BIGINT) AS window_id", "source_table", "op",
+            f"CAST(end_ordinal * CAST({SEQ_SPAN} AS DECIMAL(11,0)) + __n AS DECIMAL(38,0)) AS seq",
+            "end_position AS position", "txid", "end_ts AS commit_ts", "schema_version", "before", "after",
+        ).select(*BRONZE_COLUMNS)
+
+        # Transactions still open after this window, and which of them outlived the retention.
+        new_open = window_changes.join(ends.select("txid"), "txid", "left_anti")
+        open_all = pending.unionByName(new_open).join(ends.select("txid"), "txid", "left_anti")
+        summary = open_all.groupBy("txid").agg(
+            F.min("window_id").alias("first_window"), F.min("ordinal").alias("first_ordinal"),
+            F.min_by("position", F.struct("window_id", "idx")).alias("first_position"),
+            F.min("event_ts").alias("first_ts"), F.count(F.lit(1)).alias("rows"),
+            F.array_sort(F.collect_set("source_table")).alias("tables"),
+        )
+        if retention is not None and window_end_ts is not None:
+            cutoff = window_end_ts - retention
+            abandoned = summary.where(F.col("first_ts") < F.lit(cutoff))
+        else:
+            abandoned = summary.limit(0)
+        new_inflight = new_open.join(abandoned.select("txid"), "txid", "left_anti").select(*LOG_ROWS_COLUMNS)
+
+        done = ended.groupBy("txid").agg(
+            F.first("end_kind").alias("end_kind"), F.first("end_ordinal").alias("ordinal"),
+            F.first("end_position").alias("position"), F.first("end_ts").alias("commit_ts"),
+            F.min("window_id").alias("first_window"), F.min("ordinal").alias("first_ordinal"),
+            F.min_by("position", F.struct("window_id", "idx")).alias("first_position"),
+            F.min("event_ts").alias("first_ts"),
+            F.sum(F.when(F.col("kind") == KIND_CHANGE, 1).otherwise(0)).cast("bigint").alias("rows"),
+            F.array_sort(F.collect_set("source_table")).alias("tables"),
+        )
+        ended_rows = done.selectExpr(
+            "txid", f"CASE end_kind WHEN '{KIND_COMMIT}' THEN '{COMMITTED}' ELSE '{ROLLED_BACK}' END AS status",
+            f"CAST({k} AS BIGINT) AS window_id", "ordinal", "position", "commit_ts", "first_window",
+            "first_ordinal", "first_position", "first_ts", "rows", "tables", "current_timestamp() AS recorded_at",
+        ).unionByName(abandoned.selectExpr(
+            "txid", f"'{ABANDONED}' AS status", f"CAST({k} AS BIGINT) AS window_id",
+            "CAST(NULL AS DECIMAL(38,0)) AS ordinal", "CAST(NULL AS STRING) AS position",
+            "CAST(NULL AS TIMESTAMP) AS commit_ts", "first_window", "first_ordinal", "first_position", "first_ts",
+            "rows", "tables", "current_timestamp() AS recorded_at",
+        ))
+        # A commit of a transaction abandoned earlier: its changes are lost; report it loudly.
+        late = rows.where(f"kind = '{KIND_COMMIT}'").join(abandoned_before, "txid")
+        return Assembly(committed, new_inflight, ended_rows, errors,
+                        {"open": open_all, "abandoned": abandoned, "late_commits": late})
+
+    def record(self, window_id: int, assembly: Assembly) -> None:
+        """Append the window's open changes and ended transactions (each idempotent per window)."""
+        (
+            assembly.new_inflight.write.format("delta").mode("append")
+            .option("txnAppId", f"{self.app}:inflight").option("txnVersion", int(window_id))
+            .save(self.layout.inflight)
+        )
+        (
+            assembly.ended.write.format("delta").mode("append")
+            .option("txnAppId", f"{self.app}:transactions").option("txnVersion", int(window_id))
+            .save(self.layout.transactions)
+        )
+
+    def purge(self, window_id: int) -> None:
+        """Drop buffered rows of transactions that ended at or before ``window_id`` (state-idempotent)."""
+        if not is_delta_table(self.spark, self.layout.inflight):
+            return
+        ended = (self.spark.read.format("delta").load(self.layout.transactions)
+                 .where(f"window_id <= {int(window_id)}").select("txid").distinct())
+        view = f"cdclake_ended_{abs(hash((self.layout.inflight, window_id)))}"
+        ended.createOrReplaceTempView(view)
+        self.spark.sql(f"MERGE INTO {delta_ref(self.layout.inflight)} i USING {view} t ON i.txid = t.txid "
+                       "WHEN MATCHED THEN DELETE")
+        self.spark.catalog.dropTempView(view)
+
+
+def _apply_undo(frame: Any) -> Any:
+    """One (transaction, locator) group: each undo row removes the newest surviving earlier change."""
+    frame = frame.sort_values(["window_id", "idx"], kind="stable")
+    keep = [True] * len(frame)
+    stack: list[int] = []
+    for pos, kind in enumerate(frame["kind"].tolist()):
+        if kind == KIND_UNDO:
+            keep[pos] = False
+            if stack:
+                keep[stack.pop()] = False
+        elif kind == KIND_CHANGE:
+            stack.append(pos)
+    return frame[keep]

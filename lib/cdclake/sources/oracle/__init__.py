@@ -1,0 +1,1 @@
+"""Oracle source: LogMiner mining, SQL_REDO parsing, flashback snapshots."""

@@ -1,0 +1,296 @@
+"""Raw ``V$LOGMNR_CONTENTS`` rows → the engine's log rows, in Spark executors.
+
+Steps, all on DataFrames:
+
+1. **continuations** — a ``SQL_REDO`` longer than 4000 bytes comes as several rows, ``CSF = 1`` on
+   all but the last; they are joined back in redo order (only the chains are shuffled);
+2. **ranks** — commits and DDL that share an SCN are numbered in redo order, giving each a unique
+   commit ordinal (:func:`~cdclake.sources.oracle.position.commit_ordinal`);
+3. **decoding** (``mapInArrow``) — DML rows are parsed (:mod:`.redo`) and their values turned into
+   canonical JSON images with the table's schema *as of that row* (the schema history's version,
+   or the version a DDL earlier in the window created); partial-rollback rows (``ROLLBACK = 1``)
+   become ``undo`` rows keyed by ``ROW_ID``. A row that does not decode keeps its statement and the
+   reason; the engine dead-letters it if its transaction commits.
+
+DDL rows are read on the driver first (there are few) so the decoder knows every schema version.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cdclake.engine.events import (
+    KIND_CHANGE,
+    KIND_COMMIT,
+    KIND_ERROR,
+    KIND_ROLLBACK,
+    KIND_UNDO,
+    LOG_ROWS_COLUMNS,
+    LOG_ROWS_DDL,
+    UNAVAILABLE_KEY,
+)
+from cdclake.schema import TableSchema
+from cdclake.sources.oracle import queries as Q
+from cdclake.sources.oracle.position import SCN_SPAN
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+COMMIT_LIKE = (Q.OP_COMMIT, Q.OP_DDL)
+
+
+@dataclass
+class DecodePlan:
+    """What executors need: schema versions per table (by window row index) and the table filter."""
+
+    include: list[str]
+    exclude: list[str]
+    # table -> [(from_idx, version, schema JSON or None when dropped)], sorted by from_idx
+    versions: dict[str, list[tuple[int, int, str | None]]] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps({"include": self.include, "exclude": self.exclude, "versions": self.versions})
+
+
+def join_continuations(raw: DataFrame) -> DataFrame:
+    """Concatenate ``CSF = 1`` continuation rows with the row that ends the statement."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    ident = ["THREAD", "XID", "SCN", "RS_ID", "SSN"]
+    chain_keys = raw.where("CSF = 1").select(*ident).distinct()
+    in_chain = raw.join(chain_keys, ident, "left_semi")
+    alone = raw.join(chain_keys, ident, "left_anti")
+    order = Window.partitionBy(*ident).orderBy("IDX")
+    starts = in_chain.withColumn(
+        "__start", F.when(F.coalesce(F.lag("CSF").over(order), F.lit(0)) == 1, 0).otherwise(1))
+    chained = starts.withColumn("__chain", F.sum("__start").over(
+        order.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+    others = [c for c in raw.columns if c not in (*ident, "IDX", "SQL_REDO", "CSF")]
+    merged = chained.groupBy(*ident, "__chain").agg(
+        F.min("IDX").alias("IDX"),
+        F.array_join(F.transform(F.array_sort(F.collect_list(F.struct("IDX", "SQL_REDO"))),
+                                 lambda s: s["SQL_REDO"]), "").alias("SQL_REDO"),
+        F.lit(0).alias("CSF"),
+        *[F.min_by(c, F.col("IDX")).alias(c) for c in others],
+    ).drop("__chain")
+    return alone.unionByName(merged.select(*raw.columns))
+
+
+def rank_commits(raw: DataFrame) -> DataFrame:
+    """Add ``K``: the rank of a commit/DDL row among those at its SCN (null on other rows)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    codes = ", ".join(str(c) for c in COMMIT_LIKE)
+    commit_like = raw.where(f"OPERATION_CODE IN ({codes})").withColumn(
+        "K", F.row_number().over(Window.partitionBy("SCN").orderBy("IDX")))
+    rest = raw.where(f"OPERATION_CODE IS NULL OR OPERATION_CODE NOT IN ({codes})").withColumn(
+        "K", F.lit(None).cast("int"))
+    return commit_like.unionByName(rest)
+
+
+# ---- executor side ---------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4)
+def _load_plan(text: str) -> _Plan:
+    return _Plan(json.loads(text))
+
+
+class _Plan:
+    def __init__(self, raw: dict[str, Any]) -> None:
+        from cdclake.sources.oracle.types import OracleTypeMapper
+
+        self.include = [re.compile(p) for p in raw["include"]]
+        self.exclude = [re.compile(p) for p in raw["exclude"]]
+        self.mapper = OracleTypeMapper()
+        self.versions: dict[str, list[tuple[int, int, _Decoder | None]]] = {}
+        for table, items in raw["versions"].items():
+            self.versions[table] = [
+                (int(idx), int(v), None if s is None else _Decoder(TableSchema.from_json(s), self.mapper))
+                for idx, v, s in items
+            ]
+        self._captured: dict[str, bool] = {}
+
+    def captures(self, table: str) -> bool:
+        hit = self._captured.get(table)
+        if hit is None:
+            hit = any(p.fullmatch(table) for p in self.include) and not any(p.fullmatch(table) for p in self.exclude)
+            self._captured[table] = hit
+        return hit
+
+    def decoder(self, table: str, idx: int) -> tuple[int, _Decoder | None] | None:
+        found = None
+        for start, version, decoder in self.versions.get(table, ()):
+            if start < idx:
+                found = (version, decoder)
+            else:
+                break
+        return found
+
+
+class _Decoder:
+    """Values of one table schema version: parsed SQL_REDO values → canonical JSON images."""
+
+    def __init__(self, schema: TableSchema, mapper: Any) -> None:
+        from cdclake.sources.oracle.redo import UNAVAILABLE
+
+        self.unavailable = UNAVAILABLE
+        self.schema = schema
+        self.convert = {c.name: _converter(mapper, c) for c in schema.columns}
+        self.lob_like = {c.name for c in schema.columns if c.attrs.get("lob") or c.attrs.get("unsupported")}
+        self.names = [c.name for c in schema.columns]
+
+    def image(self, values: dict[str, Any] | None, missing_is_unavailable: bool) -> tuple[str | None, str | None]:
+        """(JSON image, error)."""
+        if values is None:
+            return None, None
+        import orjson
+
+        out: dict[str, Any] = {}
+        unavailable: list[str] = []
+        for name, value in values.items():
+            conv = self.convert.get(name)
+            if conv is None:
+                return None, f"column {name!r} is not in {self.schema.qualified_name} (schema history)"
+            if value is self.unavailable:
+                unavailable.append(name)
+                continue
+            try:
+                canonical = conv(value)
+            except Exception as exc:  # a value the column type cannot hold
+                return None, f"column {name}: value {str(value)[:80]!r} does not fit: {exc}"
+            if canonical is self.unavailable:
+                unavailable.append(name)
+            else:
+                out[name] = canonical
+        for name in self.names:
+            if name not in out and name not in unavailable and (missing_is_unavailable or name in self.lob_like):
+                unavailable.append(name)
+        if unavailable:
+            out[UNAVAILABLE_KEY] = unavailable
+        return orjson.dumps(out).decode(), None
+
+
+def _converter(mapper: Any, column: Any) -> Any:
+    if hasattr(mapper, "converter"):
+        return mapper.converter(column)
+    return functools.partial(mapper.canonical_from_redo, column)
+
+
+def decode_partition(plan_json: str, batches: Iterator[Any]) -> Iterator[Any]:
+    """``mapInArrow`` body: raw rows (with ``K``) → log rows."""
+    import pyarrow as pa
+
+    from cdclake.sources.oracle.redo import RedoParseError, parse_redo
+
+    plan = _load_plan(plan_json)
+    schema = _log_rows_arrow_schema(pa)
+    for batch in batches:
+        cols = batch.to_pydict()
+        out: dict[str, list[Any]] = {c: [] for c in LOG_ROWS_COLUMNS}
+
+        def emit(i: int, kind: str, txid: str | None, table: str | None, op: str | None, before: str | None,
+                 after: str | None, version: int | None, ordinal: int, position: str, ts: Any,
+                 error: str | None = None, raw: str | None = None, locator: str | None = None,
+                 _c: dict[str, list[Any]] = cols, _o: dict[str, list[Any]] = out) -> None:
+            _o["window_id"].append(_c["WINDOW_ID"][i])
+            _o["idx"].append(_c["IDX"][i])
+            _o["kind"].append(kind)
+            _o["txid"].append(txid)
+            _o["source_table"].append(table)
+            _o["op"].append(op)
+            _o["before"].append(before)
+            _o["after"].append(after)
+            _o["schema_version"].append(version)
+            _o["locator"].append(locator)
+            _o["ordinal"].append(ordinal)
+            _o["position"].append(position)
+            _o["event_ts"].append(ts)
+            _o["error"].append(error)
+            _o["raw"].append(raw)
+
+        codes = cols["OPERATION_CODE"]
+        for i in range(batch.num_rows):
+            code = codes[i]
+            scn = cols["SCN"][i]
+            xid = cols["XID"][i]
+            txid = xid.lower() if xid else None
+            thread = cols["THREAD"][i]
+            where = f"SCN {scn}" + (f" (thread {thread})" if thread is not None else "")
+            if code == Q.OP_COMMIT:
+                ts = cols["COMMIT_TIMESTAMP"][i] or cols["TIMESTAMP"][i]
+                emit(i, KIND_COMMIT, txid, None, None, None, None, None, scn * SCN_SPAN + cols["K"][i], where, ts)
+                continue
+            if code == Q.OP_ROLLBACK:
+                emit(i, KIND_ROLLBACK, txid, None, None, None, None, None, scn * SCN_SPAN, where, cols["TIMESTAMP"][i])
+                continue
+            if code == Q.OP_MISSING_SCN:
+                emit(i, KIND_ERROR, txid, None, None, None, None, None, scn * SCN_SPAN, where, cols["TIMESTAMP"][i],
+                     "LogMiner reported MISSING_SCN: part of the redo for this SCN could not be read",
+                     cols["SQL_REDO"][i])
+                continue
+            if code not in (Q.OP_INSERT, Q.OP_UPDATE, Q.OP_DELETE, Q.OP_UNSUPPORTED):
+                continue  # START, DDL (handled on the driver), LOB pieces (not captured)
+            owner, name = cols["SEG_OWNER"][i], cols["TABLE_NAME"][i]
+            table = f"{owner}.{name}"
+            ts = cols["TIMESTAMP"][i]
+            ordinal = scn * SCN_SPAN
+            sql = cols["SQL_REDO"][i]
+            if owner == "UNKNOWN" or (name or "").startswith("OBJ# "):
+                emit(i, KIND_CHANGE, txid, table, None, None, None, None, ordinal, where, ts,
+                     f"LogMiner could not name the object ({table}): its dictionary changed after this SCN; "
+                     "mine with source.mining.dictionary: redo_log_catalog, or re-snapshot the table", sql)
+                continue
+            if not plan.captures(table):
+                continue
+            if cols["ROLLBACK"][i] == 1:
+                emit(i, KIND_UNDO, txid, table, None, None, None, None, ordinal, where, ts,
+                     locator=cols["ROW_ID"][i])
+                continue
+            if code == Q.OP_UNSUPPORTED:
+                emit(i, KIND_CHANGE, txid, table, None, None, None, None, ordinal, where, ts,
+                     "LogMiner cannot reconstruct this change (OPERATION UNSUPPORTED): the table uses a type or "
+                     "storage LogMiner does not support", sql)
+                continue
+            found = plan.decoder(table, cols["IDX"][i])
+            if found is None or found[1] is None:
+                emit(i, KIND_CHANGE, txid, table, None, None, None, None, ordinal, where, ts,
+                     f"{table} has no schema in the schema history at {where}", sql)
+                continue
+            version, decoder = found
+            try:
+                parsed = parse_redo(sql)
+            except RedoParseError as exc:
+                emit(i, KIND_CHANGE, txid, table, None, None, None, version, ordinal, where, ts, str(exc), sql)
+                continue
+            before, err_b = decoder.image(parsed.before, missing_is_unavailable=False)
+            after, err_a = decoder.image(parsed.after, missing_is_unavailable=parsed.op == "u")
+            err = err_b or err_a
+            emit(i, KIND_CHANGE, txid, table, parsed.op, before if parsed.op != "c" else None,
+                 after if parsed.op != "d" else None, version, ordinal, where, ts, err,
+                 sql if err else None, cols["ROW_ID"][i])
+        yield pa.RecordBatch.from_pydict(out, schema=schema)
+
+
+def _log_rows_arrow_schema(pa: Any) -> Any:
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import _parse_datatype_string
+
+    return to_arrow_schema(_parse_datatype_string(LOG_ROWS_DDL))
+
+
+def prepare(raw: DataFrame) -> DataFrame:
+    """Continuations joined and commits ranked: the rows the driver reads DDL from, then decodes."""
+    return rank_commits(join_continuations(raw))
+
+
+def decode_prepared(prepared: DataFrame, plan: DecodePlan) -> DataFrame:
+    """Decode prepared rows (the result has :data:`LOG_ROWS_DDL`)."""
+    return prepared.mapInArrow(functools.partial(decode_partition, plan.to_json()), LOG_ROWS_DDL)

@@ -1,0 +1,368 @@
+"""The LogMiner client: plan a window, mine it in SCN batches, stage the raw rows as Parquet.
+
+One window ``SCN > lo AND SCN <= hi`` is mined in batches. Each batch adds the redo files that cover
+it (per thread, :mod:`.logfiles`), starts LogMiner for exactly that range, array-fetches the
+``V$LOGMNR_CONTENTS`` rows (:func:`.queries.contents_query`) and ends the session, so PGA use stays
+bounded. Batch sizes adapt like Debezium's ``log.mining.batch.size.*``: they grow while far behind
+the window end and a large, nearly empty SCN gap is mined in one batch instead of being crawled.
+
+Rows go unparsed (plus the window id and their redo order ``IDX``) to a :class:`RawSink` as Arrow
+tables built by a chunk-at-a-time column transpose: no per-row Python work. Parsing happens in
+Spark. A lost connection retries the batch with backoff; the sink discards the batch's rows first.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from cdclake.errors import CdcError, PositionLostError
+from cdclake.sources.oracle import queries as Q
+from cdclake.sources.oracle.logfiles import (
+    LogFile,
+    Thread,
+    archived_horizon,
+    covering_logs,
+    merge_online_and_archived,
+)
+
+log = logging.getLogger(__name__)
+
+# python-oracledb / Oracle errors that mean "the connection is gone": retry on a new one.
+_CONNECTION_LOST = ("DPY-4011", "DPY-1001", "DPI-1080", "ORA-03113", "ORA-03114", "ORA-03135", "ORA-12170",
+                    "ORA-12537", "ORA-12547", "ORA-01012", "ORA-02396", "ORA-00028")
+_LOG_MISSING = ("ORA-01291", "ORA-01292", "ORA-00308", "ORA-01284", "ORA-01289")
+
+RAW_COLUMNS = [c.replace("#", "") if c == "THREAD#" else c for c in Q.CONTENTS_COLUMNS]  # THREAD# -> THREAD
+
+
+@dataclass(frozen=True)
+class MiningSettings:
+    dictionary: str = "online_catalog"  # or redo_log_catalog
+    archive_log_only: bool = False
+    archive_destination: str | None = None  # a DEST_NAME, e.g. LOG_ARCHIVE_DEST_1
+    batch_size_min: int = 1_000
+    batch_size_max: int = 100_000
+    batch_size_default: int = 20_000
+    batch_size_increment: int = 20_000
+    gap_size_min: int = 1_000_000
+    gap_interval_ms: int = 20_000
+    fetch_size: int = 10_000
+    lob: bool = False
+    retries: int = 3
+    retry_backoff_s: float = 1.0
+    flush_table: str | None = "CDCLAKE_FLUSH"
+    pdb: str | None = None
+
+
+@dataclass
+class BatchReport:
+    lo: int
+    hi: int
+    rows: int
+    files: int
+
+
+@dataclass
+class MinedRaw:
+    """What a window's mining staged."""
+
+    hi: int
+    rows: int
+    batches: list[BatchReport] = field(default_factory=list)
+
+
+def is_connection_lost(exc: BaseException) -> bool:
+    text = str(exc)
+    return any(code in text for code in _CONNECTION_LOST)
+
+
+class LogMinerClient:
+    """Talks to one database through DB-API connections made by ``connect``."""
+
+    def __init__(self, connect: Callable[[], Any], settings: MiningSettings,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self._connect = connect
+        self.settings = settings
+        self._sleep = sleep
+        self._conn: Any = None
+        self._dest_id: int | None = None
+
+    # ---- connection ------------------------------------------------------------------------------
+
+    @property
+    def conn(self) -> Any:
+        if self._conn is None:
+            self._conn = self._connect()
+        return self._conn
+
+    def reset(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:
+                pass
+        self._conn = None
+
+    def close(self) -> None:
+        self.reset()
+
+    def query(self, sql: str, **binds: Any) -> list[tuple[Any, ...]]:
+        cur = self.conn.cursor()
+        try:
+            cur.execute(sql, binds) if binds else cur.execute(sql)
+            return list(cur.fetchall())
+        finally:
+            cur.close()
+
+    def execute(self, sql: str, **binds: Any) -> None:
+        cur = self.conn.cursor()
+        try:
+            cur.execute(sql, binds) if binds else cur.execute(sql)
+        finally:
+            cur.close()
+
+    def with_retry(self, what: str, action: Callable[[], Any]) -> Any:
+        """Run ``action``; on a lost connection reconnect and retry with backoff, then fail clearly."""
+        attempt = 0
+        while True:
+            try:
+                return action()
+            except Exception as exc:
+                if not is_connection_lost(exc):
+                    raise
+                attempt += 1
+                self.reset()
+                if attempt > self.settings.retries:
+                    raise CdcError(
+                        f"lost the connection to Oracle {attempt} times while {what}: {exc}",
+                        "check the network path to the database (keepalive, firewalls idle timeouts, "
+                        "'(ENABLE=broken)' in the connect descriptor) and run again; mining resumes from "
+                        "the last checkpoint",
+                    ) from exc
+                delay = self.settings.retry_backoff_s * (2 ** (attempt - 1))
+                log.warning("connection lost while %s (%s); retry %d in %.1fs", what, exc, attempt, delay)
+                self._sleep(delay)
+
+    # ---- positions -------------------------------------------------------------------------------
+
+    def current_scn(self) -> int:
+        return int(self.query(Q.CURRENT_SCN)[0][0])
+
+    def flush_redo(self, scn: int) -> None:
+        """Make LGWR write redo up to ``scn``: a committed update of the flush table forces it."""
+        table = self.settings.flush_table
+        if not table:
+            return
+        if not int(self.query(Q.FLUSH_TABLE_EXISTS, name=table.split(".")[-1].upper())[0][0]):
+            self.execute(Q.FLUSH_TABLE_CREATE.format(table=table))
+            self.execute(Q.FLUSH_TABLE_INIT.format(table=table))
+        self.execute(Q.FLUSH.format(table=table), scn=scn)
+        self.conn.commit()
+
+    def plan_end(self) -> int:
+        """The SCN a window planned now may mine up to (flushed or archived redo only)."""
+        def plan() -> int:
+            if self.settings.archive_log_only:
+                threads, files = self._threads(), self._available_logs(0)
+                horizon = archived_horizon(files, threads)
+                if horizon is None:
+                    raise CdcError("no archived log yet for an open redo thread (archive_log_only mode)",
+                                   "wait for a log switch, or set source.mining.archive_log_only: false")
+                return horizon
+            scn = self.current_scn()
+            self.flush_redo(scn)
+            return scn
+        return int(self.with_retry("reading the current SCN", plan))
+
+    def oldest_open_transaction_scn(self) -> int | None:
+        value = self.with_retry("reading open transactions", lambda: self.query(Q.OLDEST_OPEN_TRANSACTION))[0][0]
+        return None if value is None else int(value)
+
+    # ---- log files -------------------------------------------------------------------------------
+
+    def _threads(self) -> list[Thread]:
+        return [Thread(int(t), str(s), str(e)) for t, s, e in self.query(Q.THREADS)]
+
+    def _destination(self) -> int:
+        if self._dest_id is None:
+            dests = self.query(Q.ARCHIVE_DESTINATIONS)
+            wanted = self.settings.archive_destination
+            if wanted:
+                match = [int(d) for d, name in dests if str(name).upper() == wanted.upper()]
+                if not match:
+                    names = ", ".join(str(n) for _, n in dests) or "none"
+                    raise CdcError(f"archive destination {wanted} is not a VALID LOCAL destination (valid: {names})",
+                                   "set source.mining.archive_destination to one of the valid DEST_NAMEs")
+                self._dest_id = match[0]
+            elif dests:
+                self._dest_id = int(dests[0][0])  # the lowest valid local destination, never a random one
+            else:
+                self._dest_id = -1
+        return self._dest_id
+
+    def _available_logs(self, lo: int) -> list[LogFile]:
+        online = [LogFile(int(t), int(s), int(f), int(n) if n is not None else 2**64 - 1, str(m), True, str(st))
+                  for t, s, f, n, st, m in self.query(Q.ONLINE_LOGS)]
+        dest = self._destination()
+        archived = [] if dest < 0 else [
+            LogFile(int(t), int(s), int(f), int(n), str(name), False)
+            for t, s, f, n, name in self.query(Q.ARCHIVED_LOGS, dest_id=dest, lo=lo)
+        ]
+        return merge_online_and_archived(online, archived, self.settings.archive_log_only)
+
+    def logs_for(self, lo: int, hi: int) -> list[LogFile]:
+        return covering_logs(self._available_logs(lo), self._threads(), lo, hi)
+
+    def check_available(self, lo: int) -> None:
+        self.with_retry("listing redo logs", lambda: self.logs_for(lo, lo + 1))
+
+    def scn_seconds_apart(self, lo: int, hi: int) -> float | None:
+        try:
+            a, b = self.query(Q.SCN_TIMES, lo=lo, hi=hi)[0]
+        except Exception as exc:
+            if is_connection_lost(exc):
+                raise
+            return None  # ORA-08181: too old to map to a time
+        if not isinstance(a, datetime) or not isinstance(b, datetime):
+            return None
+        return (b - a).total_seconds()
+
+    # ---- mining ----------------------------------------------------------------------------------
+
+    def mine(self, lo: int, hi: int, owners: list[str], excluded_users: list[str], window_id: int,
+             sink: RawSink, max_rows: int | None = None) -> MinedRaw:
+        """Mine ``(lo, hi]`` into ``sink``; stop after the batch that passes ``max_rows`` rows."""
+        sql = Q.contents_query(owners, excluded_users, self.settings.lob, self.settings.pdb)
+        s = self.settings
+        size = s.batch_size_default
+        out = MinedRaw(hi=lo, rows=0)
+        batch_lo = lo
+        while batch_lo < hi:
+            batch_hi = min(hi, batch_lo + size)
+            number = len(out.batches)
+            report = self.with_retry(
+                f"mining SCN {batch_lo + 1}..{batch_hi}",
+                lambda a=batch_lo, b=batch_hi, n=number: self._mine_batch(sql, a, b, window_id, out.rows, sink, n),
+            )
+            out.batches.append(report)
+            out.rows += report.rows
+            out.hi = batch_hi
+            if max_rows is not None and out.rows >= max_rows:
+                break
+            remaining = hi - batch_hi
+            if remaining > s.gap_size_min and report.rows == 0:
+                apart = self.with_retry("reading SCN times", lambda a=batch_hi: self.scn_seconds_apart(a, hi))
+                if apart is not None and apart * 1000 < s.gap_interval_ms:
+                    size = remaining  # an SCN jump: mine the rest in one batch, not thousands of empty ones
+                    batch_lo = batch_hi
+                    continue
+            if remaining > size:
+                size = min(s.batch_size_max, size + s.batch_size_increment)
+            else:
+                size = max(s.batch_size_min, min(size, s.batch_size_default))
+            batch_lo = batch_hi
+        return out
+
+    def _mine_batch(self, sql: str, lo: int, hi: int, window_id: int, first_idx: int, sink: RawSink,
+                    number: int) -> BatchReport:
+        import pyarrow as pa
+
+        files = self.logs_for(lo, hi)
+        sink.discard(number)  # rows of an attempt that lost its connection
+        for f in files:
+            try:
+                self.execute(Q.ADD_LOGFILE, name=f.name)
+            except Exception as exc:
+                if any(code in str(exc) for code in _LOG_MISSING):
+                    raise PositionLostError(
+                        f"redo log {f.name} (thread {f.thread}, sequence {f.sequence}, SCN "
+                        f"{f.first_change}..{f.next_change - 1}) cannot be added to LogMiner: {exc}",
+                        "the file was removed after it was listed; restore it into the archive destination "
+                        "and run again, or re-snapshot",
+                    ) from exc
+                raise
+        options = Q.START_OPTIONS[self.settings.dictionary]
+        rows = 0
+        try:
+            try:
+                self.execute(Q.START_LOGMNR.format(options=options), lo=lo, hi=hi)
+            except Exception as exc:
+                if any(code in str(exc) for code in _LOG_MISSING):
+                    raise PositionLostError(
+                        f"LogMiner cannot mine SCN {lo + 1}..{hi}: {exc}",
+                        "restore the missing archived logs for this SCN range and run again, or re-snapshot",
+                    ) from exc
+                raise
+            cur = self.conn.cursor()
+            cur.arraysize = self.settings.fetch_size
+            cur.prefetchrows = self.settings.fetch_size + 1
+            pending: list[Any] = []
+            pending_rows = 0
+            try:
+                cur.execute(sql, {"lo": lo, "hi": hi})
+                while True:
+                    chunk = cur.fetchmany(self.settings.fetch_size)
+                    if not chunk:
+                        break
+                    pending.append(_arrow_chunk(pa, chunk, window_id, first_idx + rows))
+                    rows += len(chunk)
+                    pending_rows += len(chunk)
+                    if pending_rows >= sink.chunk_rows:
+                        sink.write(number, pa.concat_tables(pending))
+                        pending, pending_rows = [], 0
+                if pending:
+                    sink.write(number, pa.concat_tables(pending))
+            finally:
+                cur.close()
+        except BaseException:
+            self._end_quietly()
+            raise
+        self._end_quietly()
+        return BatchReport(lo, hi, rows, len(files))
+
+    def _end_quietly(self) -> None:
+        try:
+            self.execute(Q.END_LOGMNR)
+        except Exception as exc:
+            if not is_connection_lost(exc) and "ORA-01307" not in str(exc):  # no LogMiner session active
+                log.debug("END_LOGMNR: %s", exc)
+
+
+class RawSink(Protocol):
+    """Where mined rows go: Arrow tables per batch; a retried batch discards its earlier rows."""
+
+    chunk_rows: int
+
+    def write(self, batch: int, table: Any) -> None: ...
+
+    def discard(self, batch: int) -> None: ...
+
+
+RAW_ARROW_TYPES: dict[str, str] = {
+    "SCN": "int64", "START_SCN": "int64", "COMMIT_SCN": "int64", "TIMESTAMP": "timestamp",
+    "COMMIT_TIMESTAMP": "timestamp", "XID": "string", "OPERATION_CODE": "int32", "OPERATION": "string",
+    "SEG_OWNER": "string", "TABLE_NAME": "string", "ROW_ID": "string", "ROLLBACK": "int32", "RS_ID": "string",
+    "SSN": "int64", "CSF": "int32", "SQL_REDO": "string", "THREAD": "int32", "USERNAME": "string",
+    "INFO": "string",
+}
+
+
+def raw_arrow_schema(pa: Any) -> Any:
+    kinds = {"int64": pa.int64(), "int32": pa.int32(), "string": pa.string(), "timestamp": pa.timestamp("us")}
+    fields = [pa.field(name, kinds[RAW_ARROW_TYPES[name]]) for name in RAW_COLUMNS]
+    return pa.schema([pa.field("WINDOW_ID", pa.int64()), pa.field("IDX", pa.int64()), *fields])
+
+
+def _arrow_chunk(pa: Any, chunk: list[tuple[Any, ...]], window_id: int, first_idx: int) -> Any:
+    schema = raw_arrow_schema(pa)
+    columns = list(zip(*chunk, strict=True))
+    n = len(chunk)
+    arrays = [pa.array([window_id] * n, pa.int64()), pa.array(range(first_idx, first_idx + n), pa.int64())]
+    for f, values in zip(schema[2:], columns, strict=True):
+        arrays.append(pa.array(values, f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)

@@ -1,0 +1,388 @@
+"""The Oracle source: ``AS OF SCN`` snapshots over Spark JDBC and LogMiner mining decoded in Spark.
+
+Live mode talks to the database with python-oracledb (thin mode); ``mode: export`` mines exported
+``V$LOGMNR_CONTENTS`` rows (CSV or Parquet) with the same decoder, for backfills, audits and
+support cases. Design notes: ``docs/oracle-design.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cdclake.config import MiningOptions, OracleSourceConfig
+from cdclake.errors import CdcError, DdlParseError, PreflightError
+from cdclake.schema import TableSchema
+from cdclake.sources.base import Ddl, FrameSource, MinedWindow, SnapshotStart
+from cdclake.sources.oracle import preflight
+from cdclake.sources.oracle import queries as Q
+from cdclake.sources.oracle.decode import DecodePlan, decode_prepared, prepare
+from cdclake.sources.oracle.logminer import RAW_COLUMNS, LogMinerClient, MiningSettings, raw_arrow_schema
+from cdclake.sources.oracle.position import LogPoint, ScnPosition
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+RAW_DDL = (
+    "WINDOW_ID BIGINT, IDX BIGINT, SCN BIGINT, START_SCN BIGINT, COMMIT_SCN BIGINT, TIMESTAMP TIMESTAMP, "
+    "COMMIT_TIMESTAMP TIMESTAMP, XID STRING, OPERATION_CODE INT, OPERATION STRING, SEG_OWNER STRING, "
+    "TABLE_NAME STRING, ROW_ID STRING, ROLLBACK INT, RS_ID STRING, SSN BIGINT, CSF INT, SQL_REDO STRING, "
+    "THREAD INT, USERNAME STRING, INFO STRING"
+)
+SnapshotReader = Callable[["SparkSession", TableSchema, int], "DataFrame"]
+
+
+class SparkRawSink:
+    """Mined Arrow chunks → Parquet under ``root/batch=N`` (a retried batch is cleared first)."""
+
+    chunk_rows = 200_000
+
+    def __init__(self, spark: SparkSession, root: str) -> None:
+        self.spark = spark
+        self.root = root
+        self.rows = 0
+
+    def _path(self, batch: int) -> str:
+        return f"{self.root}/batch={batch:06d}"
+
+    def write(self, batch: int, table: Any) -> None:
+        self.spark.createDataFrame(table.to_pandas(), schema=RAW_DDL).write.mode("append").parquet(self._path(batch))
+        self.rows += table.num_rows
+
+    def discard(self, batch: int) -> None:
+        from cdclake.engine.lake import hadoop_delete
+
+        hadoop_delete(self.spark, self._path(batch))
+
+
+class OracleSource(FrameSource):
+    connector = "oracle"
+
+    def __init__(self, config: OracleSourceConfig, mining: MiningOptions | None = None,
+                 connect: Callable[[], Any] | None = None, snapshot_reader: SnapshotReader | None = None) -> None:
+        from cdclake.sources.oracle.types import OracleTypeMapper
+
+        self.config = config
+        self.engine_mining = mining or MiningOptions()
+        self.types = OracleTypeMapper()
+        self._connect = connect or self._oracledb_connect
+        self._snapshot_reader = snapshot_reader
+        m = config.mining
+        self.client = LogMinerClient(self._connect, MiningSettings(
+            dictionary=m.dictionary, archive_log_only=m.archive_log_only, archive_destination=m.archive_destination,
+            batch_size_min=m.batch_size_min, batch_size_max=m.batch_size_max,
+            batch_size_default=m.batch_size_default, batch_size_increment=m.batch_size_increment,
+            gap_size_min=m.gap_size_min, gap_interval_ms=m.gap_interval_ms, fetch_size=m.fetch_size, lob=m.lob,
+            retries=m.retries, retry_backoff_s=m.retry_backoff_s, flush_table=m.flush_table, pdb=config.pdb,
+        ))
+        self._snapshot_scn: int | None = None
+        self._user: str | None = None
+        self._export: DataFrame | None = None
+
+    @property
+    def export_mode(self) -> bool:
+        return self.config.mode == "export"
+
+    # ---- connections -------------------------------------------------------------------------------
+
+    def _oracledb_connect(self) -> Any:
+        try:
+            import oracledb
+        except ImportError as exc:  # pragma: no cover - a dependency of the package
+            raise CdcError("python-oracledb is not installed", "pip install oracledb") from exc
+        try:
+            password = self.config.password.get_secret_value() if self.config.password else None
+            return oracledb.connect(
+                user=self.config.user, password=password, dsn=self.config.connect_string(),
+                tcp_connect_timeout=self.config.connect_timeout, expire_time=1,  # keepalive every minute
+            )
+        except oracledb.Error as exc:
+            raise PreflightError(
+                f"cannot connect to Oracle at {self.config.connect_string()} as {self.config.user}: {exc}",
+                "check source.dsn (or host/port/service_name), source.user and the password variable",
+            ) from None
+
+    @property
+    def user(self) -> str:
+        if self._user is None:
+            self._user = str(self.client.query(Q.SESSION_USER)[0][0]).upper()
+        return self._user
+
+    # ---- Source interface --------------------------------------------------------------------------
+
+    def preflight(self) -> None:
+        if self.export_mode:
+            path = self.config.export.path if self.config.export else ""
+            if "://" not in path and not Path(path).exists():
+                raise PreflightError(f"export file {path} does not exist", "fix source.export.path")
+            return
+        tables = self.captured_tables()
+        preflight.check(self.client, self.config.pdb, tables, self.user)
+
+    def captured_tables(self) -> list[str]:
+        if self.export_mode:
+            return sorted(t for t in self._export_schemas() if self.config.captures(t))
+        rows = self.client.query(Q.TABLES.format(system_schemas=Q.sql_list(Q.SYSTEM_SCHEMAS)))
+        return [f"{o}.{t}" for o, t in rows if self.config.captures(f"{o}.{t}") and not _internal_table(t)]
+
+    def snapshot_start(self, tables: list[str]) -> SnapshotStart:
+        from cdclake.sources.oracle.ddl import apply_ddl
+
+        if self.export_mode:
+            schemas = self._export_schemas()
+            first = self._export_frame().agg({"SCN": "min"}).first()[0]
+            scn = int(first) - 1 if first is not None else 0
+            self._snapshot_scn = scn
+            return SnapshotStart(ScnPosition(scn), {t: schemas[t] for t in tables},
+                                 {t: f"-- from {self.config.export.ddl_file or 'export DDL rows'}" for t in tables})
+        conn = self.client.conn
+        locked = self.config.snapshot.lock_mode == "shared"
+        try:
+            if locked:
+                for t in tables:
+                    owner, name = t.split(".", 1)
+                    self.client.execute(Q.LOCK_TABLE.format(owner=owner, table=name))
+            scn = self.client.current_scn()
+            ddl: dict[str, str] = {}
+            schemas: dict[str, TableSchema] = {}
+            for t in tables:
+                owner, name = t.split(".", 1)
+                text = _lob_text(self.client.query(Q.TABLE_DDL, name=name, owner=owner)[0][0])
+                outcome = apply_ddl(text, dict(schemas), owner)
+                if t not in outcome.changes or outcome.changes[t] is None:
+                    raise CdcError(f"the definition of {t} from DBMS_METADATA did not parse into a table",
+                                   "report the statement; exclude the table meanwhile")
+                schemas[t] = outcome.changes[t]
+                ddl[t] = text
+        finally:
+            if locked:
+                conn.rollback()  # releases the ROW SHARE locks
+        oldest = self.client.oldest_open_transaction_scn()
+        resume = None if oldest is None or oldest > scn else oldest - 1
+        self._snapshot_scn = scn
+        return SnapshotStart(ScnPosition(scn, resume), schemas, ddl)
+
+    def snapshot_read(self, spark: SparkSession, schema: TableSchema) -> DataFrame:
+        if self._snapshot_scn is None:
+            raise CdcError("snapshot_read before snapshot_start", "this is a bug in the caller")
+        if self._snapshot_reader is not None:
+            return self._snapshot_reader(spark, schema, self._snapshot_scn)
+        if self.export_mode:
+            ddl = ", ".join(f"`{c.name}` STRING" for c in schema.columns)
+            return spark.createDataFrame([], ddl)
+        from cdclake.sources.oracle.snapshot import jdbc_snapshot
+
+        return jdbc_snapshot(spark, self.config, self.types, schema, self._snapshot_scn)
+
+    def explain_error(self, exc: BaseException) -> CdcError | None:
+        from cdclake.sources.oracle.snapshot import explain_snapshot_error
+
+        return explain_snapshot_error(exc, self._snapshot_scn)
+
+    def current_position(self) -> ScnPosition:
+        if self.export_mode:
+            last = self._export_frame().agg({"SCN": "max"}).first()[0]
+            return ScnPosition(int(last or 0))
+        return ScnPosition(self.client.plan_end())
+
+    def position_from_dict(self, data: Mapping[str, Any]) -> ScnPosition:
+        return ScnPosition.from_dict(data)
+
+    def check_available(self, start: ScnPosition) -> None:  # type: ignore[override]
+        if not self.export_mode:
+            self.client.check_available(start.mine_from)
+
+    def close(self) -> None:
+        self.client.close()
+
+    # ---- mining ------------------------------------------------------------------------------------
+
+    def mine_frame(self, spark: SparkSession, window_id: int, start: ScnPosition, end_limit: ScnPosition,  # type: ignore[override]
+                   schemas: dict[str, TableSchema], versions: dict[str, int], next_schema_version: int,
+                   max_events: int | None, staging: str) -> MinedWindow:
+        lo, hi = start.mine_from, end_limit.scn
+        if self.export_mode:
+            raw = self._export_window(lo, hi, window_id, max_events)
+            mined_hi = hi if max_events is None else _export_hi(raw, hi, max_events)
+            raw = raw.where(f"SCN <= {mined_hi}")
+            batches = 1
+        else:
+            sink = SparkRawSink(spark, f"{staging}/raw")
+            owners = sorted({t.split(".", 1)[0] for t in {*schemas, *self.captured_tables()}} | {"UNKNOWN"})
+            excluded = [self.user, *[u.upper() for u in self.config.mining.exclude_users]]
+            mined = self.client.mine(lo, hi, owners, excluded, window_id, sink, max_events)
+            mined_hi, batches = mined.hi, len(mined.batches)
+            raw = spark.read.schema(RAW_DDL).parquet(f"{staging}/raw") if sink.rows else spark.createDataFrame(
+                [], RAW_DDL)
+        prepared = prepare(raw).persist()
+        ddl_rows = prepared.where(f"OPERATION_CODE = {Q.OP_DDL}").orderBy("IDX").select(
+            "IDX", "SCN", "K", "THREAD", "XID", "SEG_OWNER", "TABLE_NAME", "SQL_REDO", "TIMESTAMP").collect()
+        plan, ddl, extra = self._schema_changes(spark, ddl_rows, schemas, versions, next_schema_version, window_id)
+        decoded = decode_prepared(prepared, plan)
+        if extra is not None:
+            decoded = decoded.unionByName(extra)
+        commits = prepared.where(f"OPERATION_CODE = {Q.OP_COMMIT}").groupBy("THREAD").agg({"SCN": "max"}).collect()
+        end = start.after_window(mined_hi, {int(r[0] or 1): int(r[1]) for r in commits}, None)
+        return MinedWindow(end, decoded, ddl, {"mined_to_scn": str(mined_hi), "mining_batches": batches})
+
+    def _schema_changes(self, spark: SparkSession, ddl_rows: list[Any], schemas: dict[str, TableSchema],
+                        versions: dict[str, int], next_version: int, window_id: int
+                        ) -> tuple[DecodePlan, list[Ddl], DataFrame | None]:
+        """Apply the window's DDL in order: schema versions for the decoder, history records, truncates."""
+        from cdclake.sources.oracle.ddl import apply_ddl
+
+        plan = DecodePlan(self.config.include_tables, self.config.exclude_tables)
+        for t, s in schemas.items():
+            plan.versions[t] = [(-1, versions.get(t, 0), s.to_json())]
+        registry = dict(schemas)
+        out: list[Ddl] = []
+        truncates: list[tuple[Any, ...]] = []
+        version = next_version
+        for r in ddl_rows:
+            point = LogPoint(int(r.SCN), int(r.K), r.THREAD)
+            statement = r.SQL_REDO or ""
+            try:
+                outcome = apply_ddl(statement, registry, r.SEG_OWNER)
+            except DdlParseError as exc:
+                if not self.engine_mining.skip_unparsable_ddl:
+                    raise DdlParseError(statement, point.describe(), exc.problem) from None
+                out.append(Ddl(point, statement, r.SEG_OWNER, {}, r.TIMESTAMP,
+                               skipped_reason=exc.problem))
+                version += 1
+                continue
+            changes = {t: s for t, s in outcome.changes.items() if self.config.captures(t)}
+            for t, s in outcome.changes.items():
+                if s is None:
+                    registry.pop(t, None)
+                else:
+                    registry[t] = s
+            renamed = {new: old for new, old in getattr(outcome, "renamed_from", {}).items() if new in changes}
+            if changes:
+                out.append(Ddl(point, statement, r.SEG_OWNER, changes, r.TIMESTAMP, renamed,
+                               {t: c for t, c in getattr(outcome, "column_renames", {}).items() if t in changes}))
+                for t, s in changes.items():
+                    plan.versions.setdefault(t, []).append((int(r.IDX), version, None if s is None else s.to_json()))
+                    version += 1
+            for t in getattr(outcome, "truncated", []) or []:
+                if self.config.captures(t):
+                    truncates.append((t, point, r))
+        extra = None
+        if truncates:
+            from decimal import Decimal
+
+            rows = []
+            for t, point, r in truncates:
+                txid = f"ddl-{point.scn}-{point.k}"
+                common = (window_id, int(r.IDX))
+                rows.append((*common, "change", txid, t, "t", None, None, None, None, Decimal(point.ordinal),
+                             point.describe(), r.TIMESTAMP, None, None))
+                rows.append((*common, "commit", txid, None, None, None, None, None, None, Decimal(point.ordinal),
+                             point.describe(), r.TIMESTAMP, None, None))
+            from cdclake.engine.events import LOG_ROWS_DDL
+
+            extra = spark.createDataFrame(rows, LOG_ROWS_DDL)
+        return plan, out, extra
+
+    # ---- export mode -------------------------------------------------------------------------------
+
+    def _export_frame(self) -> DataFrame:
+        if self._export is None:
+            from pyspark.sql import SparkSession
+
+            spark = SparkSession.getActiveSession()
+            if spark is None:
+                raise CdcError("no Spark session for export mode", "this is a bug in the caller")
+            exp = self.config.export
+            assert exp is not None
+            reader = spark.read
+            frame = (reader.option("header", "true").option("multiLine", "true").option("escape", '"')
+                     .csv(exp.path) if exp.format == "csv" else reader.parquet(exp.path))
+            missing = [c for c in Q.CONTENTS_COLUMNS if c not in frame.columns]
+            if missing:
+                raise CdcError(f"export {exp.path} lacks the column(s) {', '.join(missing)}",
+                               "export V$LOGMNR_CONTENTS with the columns named as in the view (see docs/oracle.md)")
+            from pyspark.sql import functions as F
+
+            typed = frame.select(
+                *[F.col(f"`{c}`").cast(_export_type(c)).alias(c.replace("#", "")) for c in Q.CONTENTS_COLUMNS])
+            self._export = typed.withColumn("__file_order", F.monotonically_increasing_id())
+        return self._export
+
+    def _export_window(self, lo: int, hi: int, window_id: int, max_events: int | None) -> DataFrame:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        rows = self._export_frame().where(f"SCN > {lo} AND SCN <= {hi}")
+        ordered = rows.withColumn("IDX", F.row_number().over(Window.orderBy("SCN", "__file_order")) - 1)
+        return ordered.withColumn("WINDOW_ID", F.lit(window_id).cast("bigint")).select(
+            "WINDOW_ID", "IDX", *RAW_COLUMNS)
+
+    def _export_schemas(self) -> dict[str, TableSchema]:
+        from cdclake.sources.oracle.ddl import apply_ddl
+
+        exp = self.config.export
+        registry: dict[str, TableSchema] = {}
+        statements: list[tuple[str, str | None]] = []
+        if exp and exp.ddl_file:
+            text = Path(exp.ddl_file).read_text()
+            statements += [(s, None) for s in _split_statements(text)]
+        else:
+            for r in self._export_frame().where(f"OPERATION_CODE = {Q.OP_DDL}").orderBy("SCN", "__file_order") \
+                    .select("SQL_REDO", "SEG_OWNER").collect():
+                statements.append((r.SQL_REDO, r.SEG_OWNER))
+        for statement, owner in statements:
+            if re.match(r"\s*CREATE\s+TABLE", statement, re.I):
+                outcome = apply_ddl(statement, registry, owner)
+                registry.update({t: s for t, s in outcome.changes.items() if s is not None})
+        return registry
+
+
+def _export_hi(raw: DataFrame, hi: int, max_events: int) -> int:
+    """The SCN at which an export window reaches ``max_events`` rows (whole SCNs only)."""
+    row = raw.where(f"IDX = {max_events - 1}").select("SCN").first()
+    return hi if row is None else int(row[0])
+
+
+def _export_type(column: str) -> str:
+    kind = {"int64": "bigint", "int32": "int", "string": "string", "timestamp": "timestamp"}
+    from cdclake.sources.oracle.logminer import RAW_ARROW_TYPES
+
+    return kind[RAW_ARROW_TYPES[column.replace("#", "")]]
+
+
+def _split_statements(text: str) -> list[str]:
+    """Split a DDL file on ``;`` or ``/`` lines outside quotes."""
+    out, buf, quote = [], [], None
+    for ch in text:
+        if quote:
+            buf.append(ch)
+            if ch == quote:
+                quote = None
+            continue
+        if ch in ("'", '"'):
+            quote = ch
+        if ch == ";":
+            out.append("".join(buf).strip())
+            buf = []
+            continue
+        buf.append(ch)
+    tail = "".join(buf).strip()
+    if tail:
+        out.append(tail)
+    return [s.strip().rstrip("/").strip() for s in out if s.strip().strip("/")]
+
+
+def _internal_table(name: str) -> bool:
+    return bool(re.match(r"^(CMP[34]\$\d+|SYS_IOT_OVER_|MDRT_|MDRS_|MDXT_)", name))
+
+
+def _lob_text(value: Any) -> str:
+    return value.read() if hasattr(value, "read") else str(value)
+
+
+__all__ = ["OracleSource", "RAW_DDL", "SparkRawSink", "raw_arrow_schema"]
