@@ -144,7 +144,10 @@ class _Decoder:
         self.unavailable = UNAVAILABLE
         self.schema = schema
         self.convert = {c.name: _converter(mapper, c) for c in schema.columns}
-        self.lob_like = {c.name for c in schema.columns if c.attrs.get("lob") or c.attrs.get("unsupported")}
+        # LOBs come by LOB_WRITE (or not at all), virtual columns are never logged, unsupported types
+        # print as "Unsupported Type": missing from a statement means unknown, not NULL.
+        self.lob_like = {c.name for c in schema.columns
+                         if c.attrs.get("lob") or c.attrs.get("unsupported") or c.attrs.get("virtual")}
         self.names = [c.name for c in schema.columns]
 
     def image(self, values: dict[str, Any] | None, missing_is_unavailable: bool) -> tuple[str | None, str | None]:

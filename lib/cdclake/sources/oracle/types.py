@@ -472,6 +472,9 @@ class OracleTypeMapper(TypeMapper):
     its blank padding).
     """
 
+    # LogMiner leaves out unchanged LOBs and unsupported values: the MERGE keeps the lake's value.
+    images_may_omit_columns = True
+
     def __init__(self) -> None:
         self._converters: dict[Column, Callable[[Any], Any]] = {}
 
