@@ -363,6 +363,6 @@ def _arrow_chunk(pa: Any, chunk: list[tuple[Any, ...]], window_id: int, first_id
     columns = list(zip(*chunk, strict=True))
     n = len(chunk)
     arrays = [pa.array([window_id] * n, pa.int64()), pa.array(range(first_idx, first_idx + n), pa.int64())]
-    for f, values in zip(schema[2:], columns, strict=True):
+    for f, values in zip(list(schema)[2:], columns, strict=True):
         arrays.append(pa.array(values, f.type))
     return pa.Table.from_arrays(arrays, schema=schema)
