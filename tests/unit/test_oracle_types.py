@@ -200,7 +200,9 @@ def test_malformed_types_raise(bad: str) -> None:
         ("NUMBER(10,2)", "-.5", "-.5"),
         ("NUMBER(10,2)", "+7", "7"),
         ("NUMBER(10,2)", " 1,5 ", "1.5"),  # a session with ',' as the decimal character
-        ("NUMBER", "-1.5E+10", "-1.5E+10"),  # Spark's CAST reads exponents for decimals
+        ("NUMBER", "-1.5E+10", "-15000000000"),  # variable scale: exact plain text
+        ("NUMBER", "-.50", "-0.5"),
+        ("NUMBER", "1E-130", "0." + "0" * 129 + "1"),
         ("NUMBER(9)", "1E+2", "100"),  # integers: Spark's CAST to INT does not
         ("NUMBER(9)", "12.0", "12"),
         ("NUMBER(5,-2)", "12300", "12300"),
@@ -348,12 +350,20 @@ def test_snapshot_select_sql_quotes_names_as_they_are() -> None:
 
 def test_snapshot_fixup_only_where_needed() -> None:
     for type_text in ("BLOB", "RAW(4)", "LONG RAW", "BINARY_FLOAT", "BINARY_DOUBLE", "INTERVAL YEAR TO MONTH",
-                      "INTERVAL DAY TO SECOND"):
+                      "INTERVAL DAY TO SECOND", "NUMBER", "FLOAT(63)"):
         assert M.needs_snapshot_fixup(col(type_text)), type_text
         assert M.snapshot_fixup_sql(col(type_text), "x") != "x"
-    for type_text in ("NUMBER", "DATE", "TIMESTAMP", "CLOB", "VARCHAR2(3)", "BFILE", "XMLTYPE"):
+    for type_text in ("NUMBER(10,2)", "DATE", "TIMESTAMP", "CLOB", "VARCHAR2(3)", "BFILE", "XMLTYPE"):
         assert not M.needs_snapshot_fixup(col(type_text)), type_text
         assert M.snapshot_fixup_sql(col(type_text), "x") == "x"
+
+
+@pytest.mark.spark
+def test_variable_number_snapshot_text_matches_redo_text(spark: Any) -> None:
+    c = col("NUMBER")
+    for tm9, redo in ((".5", ".50"), ("-.25", "-.25"), ("12", "12"), ("-1.5", "-1.5E+000")):
+        fixed = spark.sql(f"SELECT {M.snapshot_fixup_sql(c, repr(tm9))}").first()[0]
+        assert fixed == M.canonical_from_redo(c, redo), tm9
 
 
 # ---- to_delta_sql / initial_value_sql (text) -----------------------------------------------------
@@ -412,10 +422,10 @@ SPARK_CASES: list[tuple[str, str | None, Any]] = [
     ("NUMBER(38)", "-99999999999999999999999999999999999999", Decimal("-99999999999999999999999999999999999999")),
     ("INTEGER", "12345678901234567890123456789012345678", Decimal("12345678901234567890123456789012345678")),
     ("NUMBER(38,-5)", "1234567890123456789012345678901234567800000", "1234567890123456789012345678901234567800000"),
-    ("NUMBER", "1234567890123456789012345678.123456789", Decimal("1234567890123456789012345678.1234567890")),
-    ("NUMBER", "-1.5E+10", Decimal("-15000000000.0000000000")),
-    ("NUMBER", ".00000000004", Decimal("0E-10")),  # rounded to the policy's 10 decimals
-    ("FLOAT(63)", "3.14159265358979", Decimal("3.1415926536")),
+    ("NUMBER", "1234567890123456789012345678.123456789", "1234567890123456789012345678.123456789"),
+    ("NUMBER", "-15000000000", "-15000000000"),
+    ("NUMBER", "0.00000000004", "0.00000000004"),  # variable scale is kept exactly (STRING)
+    ("FLOAT(63)", "3.14159265358979", "3.14159265358979"),
     ("BINARY_FLOAT", "3.40282347E+038", 3.4028234663852886e38),
     ("BINARY_FLOAT", "Infinity", float("inf")),
     ("BINARY_DOUBLE", "1.5E+000", 1.5),
@@ -458,8 +468,8 @@ def test_to_delta_sql_in_spark(spark: Any) -> None:
 
 @pytest.mark.spark
 def test_failed_conversions_stop_the_run(spark: Any) -> None:
-    """ANSI CAST: a value that does not fit (variable NUMBER beyond DECIMAL(38,10)) is an error, not NULL."""
-    expr = M.to_delta_sql(col("NUMBER"), "'1E+30'")
+    """ANSI CAST: a value that does not fit the column's decimal is an error, not NULL."""
+    expr = M.to_delta_sql(col("NUMBER(10,2)"), "'1E+30'")
     with pytest.raises(Exception, match="NUMERIC_VALUE_OUT_OF_RANGE|cannot be represented"):
         spark.sql(f"SELECT {expr}").collect()
 

@@ -283,10 +283,11 @@ def decode_partition(plan_json: str, batches: Iterator[Any]) -> Iterator[Any]:
 
 
 def _log_rows_arrow_schema(pa: Any) -> Any:
-    from pyspark.sql.pandas.types import to_arrow_schema
-    from pyspark.sql.types import _parse_datatype_string
-
-    return to_arrow_schema(_parse_datatype_string(LOG_ROWS_DDL))
+    """The Arrow form of :data:`LOG_ROWS_DDL` (built without a Spark session: this runs in workers)."""
+    kinds = {"BIGINT": pa.int64(), "STRING": pa.string(), "DECIMAL(38,0)": pa.decimal128(38, 0),
+             "TIMESTAMP": pa.timestamp("us", tz="UTC")}
+    fields = [item.strip().split(" ", 1) for item in LOG_ROWS_DDL.split(", ")]
+    return pa.schema([pa.field(name, kinds[kind]) for name, kind in fields])
 
 
 def prepare(raw: DataFrame) -> DataFrame:

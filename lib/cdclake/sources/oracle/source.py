@@ -51,7 +51,7 @@ class SparkRawSink:
         return f"{self.root}/batch={batch:06d}"
 
     def write(self, batch: int, table: Any) -> None:
-        self.spark.createDataFrame(table.to_pandas(), schema=RAW_DDL).write.mode("append").parquet(self._path(batch))
+        self.spark.createDataFrame(table, schema=RAW_DDL).write.mode("append").parquet(self._path(batch))
         self.rows += table.num_rows
 
     def discard(self, batch: int) -> None:

@@ -40,7 +40,8 @@ from cdclake.sources.base import TypeMapper
 # Delta type of NUMBER without precision (and FLOAT(p), REAL, DOUBLE PRECISION): variable scale has
 # no Spark equivalent, so a fixed DECIMAL(38, s) is the policy (values round to 10 decimals).
 VARIABLE_NUMBER_SCALE = 10
-VARIABLE_NUMBER_SPARK = f"DECIMAL(38,{VARIABLE_NUMBER_SCALE})"
+# Variable-scale NUMBER/FLOAT values (any scale, up to 40 digits) fit no Spark decimal: exact text.
+VARIABLE_NUMBER_SPARK = "STRING"
 
 _LOBS = {"CLOB", "NCLOB", "BLOB", "XMLTYPE"}
 _TEXTS = {"CHAR", "NCHAR", "VARCHAR2", "NVARCHAR2", "CLOB", "NCLOB", "LONG", "XMLTYPE", "ROWID", "UROWID"}
@@ -329,6 +330,19 @@ def _number_text(value: Any) -> str:
     return text
 
 
+def _plain_number_text(value: Any) -> str:
+    """Exact decimal text with no exponent, leading zero or trailing zeros (``.50`` -> ``0.5``)."""
+    text = _number_text(value)
+    try:
+        d = Decimal(text)
+    except InvalidOperation as exc:
+        raise ValueError(f"not a number: {text!r}") from exc
+    if d.is_zero():
+        return "0"
+    out = format(d.normalize(), "f")
+    return out.rstrip("0").rstrip(".") if "." in out else out
+
+
 def _integer_text(value: Any) -> str:
     text = _number_text(value)
     if "." in text or "e" in text or "E" in text:
@@ -607,6 +621,8 @@ class OracleTypeMapper(TypeMapper):
     def needs_snapshot_fixup(self, column: Column) -> bool:
         """True when :meth:`snapshot_fixup_sql` changes the JDBC value of ``column``."""
         a = column.attrs
+        if a.get("base") in ("NUMBER", "FLOAT") and column.spark_type == "STRING":
+            return True
         return not a.get("unsupported") and a.get("base") in (
             _BINARIES | {"BINARY_FLOAT", "BINARY_DOUBLE", "INTERVAL YEAR TO MONTH", "INTERVAL DAY TO SECOND"}
         )
@@ -622,6 +638,9 @@ class OracleTypeMapper(TypeMapper):
             return expr
         if base in _BINARIES:
             return f"lower(hex({expr}))"
+        if base in ("NUMBER", "FLOAT") and column.spark_type == "STRING":
+            # TM9 text (.5, -1.25) -> plain text with a leading zero (0.5); TM9 never pads zeros.
+            return f"regexp_replace({expr}, '^(-?)[.]', '$10.')"
         if base in ("BINARY_FLOAT", "BINARY_DOUBLE"):
             return f"CAST({expr} AS STRING)"
         if base == "INTERVAL YEAR TO MONTH":
@@ -670,6 +689,8 @@ def _build_converter(column: Column, unavailable: Any) -> Callable[[Any], Any]:
     if a.get("unsupported"):
         return lambda value: unavailable
     if base in ("NUMBER", "FLOAT"):
+        if column.spark_type == "STRING":
+            return wrap(_plain_number_text)
         return wrap(_integer_text if column.spark_type in _INTEGER_SPARK else _number_text)
     if base in ("BINARY_FLOAT", "BINARY_DOUBLE"):
         return wrap(_float_text)
