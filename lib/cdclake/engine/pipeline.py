@@ -76,7 +76,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 MAX_STEPS_PER_WINDOW = 1000  # idempotency version = window * 1000 + step
 CRASH_ENV = "CDCLAKE_CRASH_AT"  # fault injection for the kill tests: "<point>[:<nth>]"
+CRASH_MODE_ENV = "CDCLAKE_CRASH_MODE"  # "kill" (default: SIGKILL) or "raise" (in-process tests)
 _crash_hits: dict[str, int] = {}
+
+
+class SimulatedKill(BaseException):
+    """Raised at a crash point in "raise" mode: nothing below catches it, like a kill."""
 
 
 def crash_point(name: str) -> None:
@@ -89,6 +94,9 @@ def crash_point(name: str) -> None:
         return
     _crash_hits[name] = _crash_hits.get(name, 0) + 1
     if _crash_hits[name] >= int(nth or 1):
+        _crash_hits.pop(name, None)
+        if os.environ.get(CRASH_MODE_ENV) == "raise":
+            raise SimulatedKill(name)
         os.kill(os.getpid(), signal.SIGKILL)
 
 
