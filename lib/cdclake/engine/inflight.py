@@ -51,10 +51,10 @@ COMMITTED, ROLLED_BACK, ABANDONED = "committed", "rolled_back", "abandoned"
 
 @dataclass
 class Assembly:
-    committed: DataFrame  # bronze columns
+    committed: DataFrame  # bronze columns + error, raw (a committed change that did not decode)
     new_inflight: DataFrame  # log-row columns
     ended: DataFrame  # transactions columns
-    errors: DataFrame  # log rows that stop the run (decode failures of committed work, error rows)
+    errors: DataFrame  # 'error' rows of the window: they stop the run whatever their transaction
     stats: dict[str, Any] = field(default_factory=dict)
 
 
@@ -111,12 +111,9 @@ class InflightBuffer:
         undone = undone.groupBy(*group).applyInPandas(_apply_undo, schema=undone.schema)
         survivors = plain.unionByName(undone).where(f"kind = '{KIND_CHANGE}'").drop("__loc")
 
-        errors = survivors.where("error IS NOT NULL").unionByName(
-            rows.where(f"kind = '{KIND_ERROR}'").select(*LOG_ROWS_COLUMNS, *[
-                F.lit(None).cast(t).alias(c) for c, t in (("end_kind", "string"), ("end_ordinal", "decimal(38,0)"),
-                                                           ("end_position", "string"), ("end_ts", "timestamp"))]),
-            allowMissingColumns=True,
-        )
+        # Rows that stop the run: 'error' rows wherever they are (committed or not, the window is suspect).
+        errors = rows.where(f"kind = '{KIND_ERROR}'").selectExpr(
+            "window_id", "source_table", "ordinal", "position", "op", "error", "raw")
         in_txn = Window.partitionBy("txid").orderBy("window_id", "idx")
         numbered = survivors.withColumn("__n", F.row_number().over(in_txn))
         floor_rows = [(t, Decimal(int(o))) for t, o in floors.items()]
@@ -128,7 +125,8 @@ class InflightBuffer:
             f"CAST({k} AS BIGINT) AS window_id", "source_table", "op",
             f"CAST(end_ordinal * CAST({SEQ_SPAN} AS DECIMAL(11,0)) + __n AS DECIMAL(38,0)) AS seq",
             "end_position AS position", "txid", "end_ts AS commit_ts", "schema_version", "before", "after",
-        ).select(*BRONZE_COLUMNS)
+            "error", "raw",
+        ).select(*BRONZE_COLUMNS, "error", "raw")
 
         # Transactions still open after this window, and which of them outlived the retention.
         new_open = window_changes.join(ends.select("txid"), "txid", "left_anti")

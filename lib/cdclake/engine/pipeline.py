@@ -114,6 +114,14 @@ class RunReport:
     duration_s: float = 0.0
     resumed: bool = False
     started_at: float = field(default_factory=time.time)
+    phases: dict[str, float] = field(default_factory=dict)  # seconds per step (metrics, benchmarks)
+    _mark: float = field(default_factory=time.time)
+
+    def phase(self, name: str) -> None:
+        """Close the current step under ``name`` (time since the previous call)."""
+        now = time.time()
+        self.phases[name] = round(self.phases.get(name, 0.0) + now - self._mark, 3)
+        self._mark = now
 
 
 class Pipeline:
@@ -254,9 +262,12 @@ class Pipeline:
             else:
                 end = self._mine_window(window, start, states, report)
         report.end = end.describe()
+        report.phase("mine")
         new_states = self._apply_window(window, end, states, report)
+        report.phase("apply")
         crash_point("applied")
         self.control.complete_window(window, end.to_dict(), end.ordinal, new_states, report.run_id)
+        report.phase("checkpoint")
 
     def _bronze_window_end(self, window_id: int) -> Position | None:
         rows = (
@@ -378,7 +389,9 @@ class Pipeline:
             next_version, window.max_events, f"{staging}/source",
         )
         # Decoding runs once: later steps read the decoded rows back.
+        report.phase("fetch")
         mined.rows.write.mode("overwrite").parquet(f"{staging}/decoded")
+        report.phase("decode")
         rows = self.spark.read.parquet(f"{staging}/decoded")
         history: list[HistoryEntry] = []
         for ddl in mined.ddl:
@@ -390,13 +403,22 @@ class Pipeline:
         end_ts = rows.agg(F.max("event_ts")).first()[0]
         assembly = buffer.assemble(wid, rows, floors, None if retention is None else timedelta(seconds=retention),
                                    end_ts)
-        self._stop_on_bad_rows(wid, assembly.errors)
         assembly.committed.write.mode("overwrite").parquet(f"{staging}/committed")
-        committed = self.spark.read.parquet(f"{staging}/committed")
+        report.phase("assemble")
+        staged = self.spark.read.parquet(f"{staging}/committed")
+        bad = staged.where("error IS NOT NULL").selectExpr(
+            "window_id", "source_table", f"seq - seq % {SEQ_SPAN} AS seq", "position", "op", "error", "raw",
+        ).unionByName(assembly.errors.selectExpr(
+            "window_id", "source_table", f"CAST(ordinal * CAST({SEQ_SPAN} AS DECIMAL(11,0)) AS DECIMAL(38,0)) AS seq",
+            "position", "op", "error", "raw"))
+        self._stop_on_bad_rows(wid, bad)
+        report.phase("check_errors")
+        committed = staged.where("error IS NULL").select(*BRONZE_COLUMNS)
         crash_point("staged")
         self.control.append_history(history, (f"cdclake:{self.config.pipeline}:history", wid))
         crash_point("history")
         buffer.record(wid, assembly)
+        report.phase("inflight")
         crash_point("inflight")
 
         stats = committed.groupBy("source_table").agg(
@@ -433,7 +455,9 @@ class Pipeline:
             .option("txnAppId", f"cdclake:{self.config.pipeline}:bronze").option("txnVersion", wid)
             .save(self.layout.bronze)
         )
+        report.phase("bronze")
         crash_point("bronze")
+        self.source.release()
         hadoop_delete(self.spark, staging)
         report.events, report.transactions = marker["events"], marker["transactions"]
         report.rows_by_table = rows_by_table
@@ -442,10 +466,8 @@ class Pipeline:
     def _stop_on_bad_rows(self, wid: int, errors: Any) -> None:
         """Rows of committed work that did not decode: dead letters, then stop or go on per policy."""
         bad = errors.selectExpr(
-            "window_id", "source_table",
-            f"CAST(coalesce(end_ordinal, ordinal) * CAST({SEQ_SPAN} AS DECIMAL(11,0)) AS DECIMAL(38,0)) AS seq",
-            "position", "op", "error AS reason", "raw AS before", "CAST(NULL AS STRING) AS after",
-            "current_timestamp() AS recorded_at",
+            "window_id", "source_table", "CAST(seq AS DECIMAL(38,0)) AS seq", "position", "op", "error AS reason",
+            "raw AS before", "CAST(NULL AS STRING) AS after", "current_timestamp() AS recorded_at",
         )
         first = bad.orderBy("seq").first()
         if first is None:

@@ -220,6 +220,9 @@ class MinedWindow:
 class FrameSource(Source):
     """A source whose log is decoded in Spark, window by window (large logs, parallel parsing)."""
 
+    def release(self) -> None:
+        """Drop what :meth:`mine_frame` cached, once the engine has consumed the window."""
+
     def mine(self, *args: Any, **kwargs: Any) -> Iterator[LogRecord]:
         raise NotImplementedError(f"{type(self).__name__} mines with mine_frame()")
 

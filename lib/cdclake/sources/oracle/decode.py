@@ -71,13 +71,14 @@ def join_continuations(raw: DataFrame) -> DataFrame:
         "__start", F.when(F.coalesce(F.lag("CSF").over(order), F.lit(0)) == 1, 0).otherwise(1))
     chained = starts.withColumn("__chain", F.sum("__start").over(
         order.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
-    others = [c for c in raw.columns if c not in (*ident, "IDX", "SQL_REDO", "CSF")]
+    others = [c for c in raw.columns if c not in (*ident, "IDX", "SQL_REDO", "CSF", "K")]
+    rank = [F.max("K").alias("K")] if "K" in raw.columns else []  # the last piece carries the rank
     merged = chained.groupBy(*ident, "__chain").agg(
         F.min("IDX").alias("IDX"),
         F.array_join(F.transform(F.array_sort(F.collect_list(F.struct("IDX", "SQL_REDO"))),
                                  lambda s: s["SQL_REDO"]), "").alias("SQL_REDO"),
         F.lit(0).alias("CSF"),
-        *[F.min_by(c, F.col("IDX")).alias(c) for c in others],
+        *[F.min_by(c, F.col("IDX")).alias(c) for c in others], *rank,
     ).drop("__chain")
     return alone.unionByName(merged.select(*raw.columns))
 
@@ -290,9 +291,11 @@ def _log_rows_arrow_schema(pa: Any) -> Any:
     return pa.schema([pa.field(name, kinds[kind]) for name, kind in fields])
 
 
-def prepare(raw: DataFrame) -> DataFrame:
-    """Continuations joined and commits ranked: the rows the driver reads DDL from, then decodes."""
-    return rank_commits(join_continuations(raw))
+def prepare(raw: DataFrame, continuations: bool = True, rank: bool = True) -> DataFrame:
+    """Continuations joined (when there are any) and commits ranked (unless the rows carry ``K``
+    already, as the live miner writes them): the rows the decoder reads."""
+    joined = join_continuations(raw) if continuations else raw
+    return rank_commits(joined) if rank else joined
 
 
 def decode_prepared(prepared: DataFrame, plan: DecodePlan) -> DataFrame:

@@ -69,10 +69,12 @@ class BatchReport:
 
 @dataclass
 class MinedRaw:
-    """What a window's mining staged."""
+    """What a window's mining staged, and what the driver noted on the way (DDL rows, commit SCNs)."""
 
     hi: int
     rows: int
+    ddl: list[dict[str, Any]] = field(default_factory=list)  # DDL rows, in redo order (with K)
+    commit_scn: dict[int, int] = field(default_factory=dict)  # redo thread -> newest commit SCN
     batches: list[BatchReport] = field(default_factory=list)
 
 
@@ -241,13 +243,14 @@ class LogMinerClient:
         s = self.settings
         size = s.batch_size_default
         out = MinedRaw(hi=lo, rows=0)
+        self._ranks = _CommitRanks()
         batch_lo = lo
         while batch_lo < hi:
             batch_hi = min(hi, batch_lo + size)
             number = len(out.batches)
             report = self.with_retry(
                 f"mining SCN {batch_lo + 1}..{batch_hi}",
-                lambda a=batch_lo, b=batch_hi, n=number: self._mine_batch(sql, a, b, window_id, out.rows, sink, n),
+                lambda a=batch_lo, b=batch_hi, n=number: self._mine_batch(sql, a, b, window_id, out, sink, n),
             )
             out.batches.append(report)
             out.rows += report.rows
@@ -268,9 +271,14 @@ class LogMinerClient:
             batch_lo = batch_hi
         return out
 
-    def _mine_batch(self, sql: str, lo: int, hi: int, window_id: int, first_idx: int, sink: RawSink,
+    def _mine_batch(self, sql: str, lo: int, hi: int, window_id: int, out: MinedRaw, sink: RawSink,
                     number: int) -> BatchReport:
         import pyarrow as pa
+
+        first_idx = out.rows
+        ranks = self._ranks.copy()  # a retried batch ranks its commits again from the same state
+        ddl: list[dict[str, Any]] = []
+        commits: dict[int, int] = {}
 
         files = self.logs_for(lo, hi)
         sink.discard(number)  # rows of an attempt that lost its connection
@@ -309,7 +317,9 @@ class LogMinerClient:
                     chunk = cur.fetchmany(self.settings.fetch_size)
                     if not chunk:
                         break
-                    pending.append(_arrow_chunk(pa, chunk, window_id, first_idx + rows))
+                    table = _arrow_chunk(pa, chunk, window_id, first_idx + rows, ranks)
+                    _note(table, ddl, commits)
+                    pending.append(table)
                     rows += len(chunk)
                     pending_rows += len(chunk)
                     if pending_rows >= sink.chunk_rows:
@@ -323,6 +333,10 @@ class LogMinerClient:
             self._end_quietly()
             raise
         self._end_quietly()
+        self._ranks = ranks
+        out.ddl.extend(ddl)
+        for thread, scn in commits.items():
+            out.commit_scn[thread] = max(scn, out.commit_scn.get(thread, 0))
         return BatchReport(lo, hi, rows, len(files))
 
     def _end_quietly(self) -> None:
@@ -353,16 +367,57 @@ RAW_ARROW_TYPES: dict[str, str] = {
 
 
 def raw_arrow_schema(pa: Any) -> Any:
-    kinds = {"int64": pa.int64(), "int32": pa.int32(), "string": pa.string(), "timestamp": pa.timestamp("us")}
+    kinds = {"int64": pa.int64(), "int32": pa.int32(), "string": pa.string(),
+             "timestamp": pa.timestamp("us", tz="UTC")}  # database times, read as UTC (Spark TIMESTAMP)
     fields = [pa.field(name, kinds[RAW_ARROW_TYPES[name]]) for name in RAW_COLUMNS]
-    return pa.schema([pa.field("WINDOW_ID", pa.int64()), pa.field("IDX", pa.int64()), *fields])
+    return pa.schema([pa.field("WINDOW_ID", pa.int64()), pa.field("IDX", pa.int64()), *fields,
+                      pa.field("K", pa.int32())])
 
 
-def _arrow_chunk(pa: Any, chunk: list[tuple[Any, ...]], window_id: int, first_idx: int) -> Any:
+class _CommitRanks:
+    """Numbers commits and DDL sharing an SCN in redo order, across chunks and batches (rows come
+    in SCN order). A continued statement (CSF = 1) is ranked on its last piece."""
+
+    def __init__(self, scn: int = -1, k: int = 0) -> None:
+        self.scn, self.k = scn, k
+
+    def copy(self) -> _CommitRanks:
+        return _CommitRanks(self.scn, self.k)
+
+    def rank(self, codes: list[Any], scns: list[Any], csf: list[Any]) -> list[int | None]:
+        out: list[int | None] = [None] * len(codes)
+        for i, code in enumerate(codes):  # only commit/DDL rows do work here
+            if (code == Q.OP_COMMIT or code == Q.OP_DDL) and csf[i] != 1:
+                scn = scns[i]
+                self.k = self.k + 1 if scn == self.scn else 1
+                self.scn = scn
+                out[i] = self.k
+        return out
+
+
+def _arrow_chunk(pa: Any, chunk: list[tuple[Any, ...]], window_id: int, first_idx: int,
+                 ranks: _CommitRanks) -> Any:
     schema = raw_arrow_schema(pa)
     columns = list(zip(*chunk, strict=True))
     n = len(chunk)
     arrays = [pa.array([window_id] * n, pa.int64()), pa.array(range(first_idx, first_idx + n), pa.int64())]
-    for f, values in zip(list(schema)[2:], columns, strict=True):
+    for f, values in zip(list(schema)[2:-1], columns, strict=True):
         arrays.append(pa.array(values, f.type))
+    at = {name: i for i, name in enumerate(RAW_COLUMNS)}
+    arrays.append(pa.array(ranks.rank(columns[at["OPERATION_CODE"]], columns[at["SCN"]], columns[at["CSF"]]),
+                           pa.int32()))
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _note(table: Any, ddl: list[dict[str, Any]], commits: dict[int, int]) -> None:
+    """DDL rows (few) for the driver, and the newest commit SCN per thread, by Arrow compute."""
+    import pyarrow.compute as pc
+
+    codes = table["OPERATION_CODE"]
+    ddl_rows = table.filter(pc.equal(codes, Q.OP_DDL))
+    if ddl_rows.num_rows:
+        ddl.extend(ddl_rows.to_pylist())
+    done = table.filter(pc.equal(codes, Q.OP_COMMIT)).group_by("THREAD").aggregate([("SCN", "max")])
+    for thread, scn in zip(done["THREAD"].to_pylist(), done["SCN_max"].to_pylist(), strict=True):
+        key = int(thread or 1)
+        commits[key] = max(int(scn), commits.get(key, 0))

@@ -11,6 +11,7 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from cdclake.config import MiningOptions, OracleSourceConfig
@@ -32,13 +33,16 @@ RAW_DDL = (
     "WINDOW_ID BIGINT, IDX BIGINT, SCN BIGINT, START_SCN BIGINT, COMMIT_SCN BIGINT, TIMESTAMP TIMESTAMP, "
     "COMMIT_TIMESTAMP TIMESTAMP, XID STRING, OPERATION_CODE INT, OPERATION STRING, SEG_OWNER STRING, "
     "TABLE_NAME STRING, ROW_ID STRING, ROLLBACK INT, RS_ID STRING, SSN BIGINT, CSF INT, SQL_REDO STRING, "
-    "THREAD INT, USERNAME STRING, INFO STRING"
+    "THREAD INT, USERNAME STRING, INFO STRING, K INT"
 )
 SnapshotReader = Callable[["SparkSession", TableSchema, int], "DataFrame"]
 
 
 class SparkRawSink:
-    """Mined Arrow chunks → Parquet under ``root/batch=N`` (a retried batch is cleared first)."""
+    """Mined Arrow chunks → Parquet under ``root/batch=N`` (a retried batch is cleared first).
+
+    A local (or ``file:``) root is written with pyarrow directly; other file systems through Spark.
+    """
 
     chunk_rows = 200_000
 
@@ -46,12 +50,30 @@ class SparkRawSink:
         self.spark = spark
         self.root = root
         self.rows = 0
+        self.continuations = False  # any CSF = 1 row: statements to join in Spark
+        local = root[len("file:"):] if root.startswith("file:") else root
+        self._local = local if local.startswith("/") else None
+        self._chunks = 0
 
     def _path(self, batch: int) -> str:
         return f"{self.root}/batch={batch:06d}"
 
     def write(self, batch: int, table: Any) -> None:
-        self.spark.createDataFrame(table, schema=RAW_DDL).write.mode("append").parquet(self._path(batch))
+        import pyarrow.compute as pc
+
+        if not self.continuations and pc.any(pc.equal(table["CSF"], 1)).as_py():
+            self.continuations = True
+        if self._local is not None:
+            import os
+
+            import pyarrow.parquet as pq
+
+            directory = f"{self._local}/batch={batch:06d}"
+            os.makedirs(directory, exist_ok=True)
+            self._chunks += 1
+            pq.write_table(table, f"{directory}/part-{self._chunks:06d}.parquet")
+        else:
+            self.spark.createDataFrame(table, schema=RAW_DDL).write.mode("append").parquet(self._path(batch))
         self.rows += table.num_rows
 
     def discard(self, batch: int) -> None:
@@ -83,6 +105,7 @@ class OracleSource(FrameSource):
         self._snapshot_scn: int | None = None
         self._user: str | None = None
         self._export: DataFrame | None = None
+        self._persisted: list[DataFrame] = []
 
     @property
     def export_mode(self) -> bool:
@@ -199,6 +222,13 @@ class OracleSource(FrameSource):
 
     def close(self) -> None:
         self.client.close()
+        self.release()
+
+    def release(self) -> None:
+        """Drop cached frames of the last window (after the engine has consumed it)."""
+        for frame in self._persisted:
+            frame.unpersist()
+        self._persisted.clear()
 
     # ---- mining ------------------------------------------------------------------------------------
 
@@ -210,24 +240,28 @@ class OracleSource(FrameSource):
             raw = self._export_window(lo, hi, window_id, max_events)
             mined_hi = hi if max_events is None else _export_hi(raw, hi, max_events)
             raw = raw.where(f"SCN <= {mined_hi}")
+            prepared = prepare(raw, not raw.where("CSF = 1").limit(1).isEmpty(), rank=True).persist()
+            self._persisted.append(prepared)
+            ddl_rows = [r.asDict() for r in prepared.where(f"OPERATION_CODE = {Q.OP_DDL}").orderBy("IDX").collect()]
+            commit_scn = {int(r[0] or 1): int(r[1]) for r in prepared.where(f"OPERATION_CODE = {Q.OP_COMMIT}")
+                          .groupBy("THREAD").agg({"SCN": "max"}).collect()}
             batches = 1
         else:
             sink = SparkRawSink(spark, f"{staging}/raw")
             owners = sorted({t.split(".", 1)[0] for t in {*schemas, *self.captured_tables()}} | {"UNKNOWN"})
             excluded = [self.user, *[u.upper() for u in self.config.mining.exclude_users]]
             mined = self.client.mine(lo, hi, owners, excluded, window_id, sink, max_events)
-            mined_hi, batches = mined.hi, len(mined.batches)
+            mined_hi, batches, commit_scn = mined.hi, len(mined.batches), mined.commit_scn
+            ddl_rows = _join_ddl_pieces(mined.ddl)
             raw = spark.read.schema(RAW_DDL).parquet(f"{staging}/raw") if sink.rows else spark.createDataFrame(
                 [], RAW_DDL)
-        prepared = prepare(raw).persist()
-        ddl_rows = prepared.where(f"OPERATION_CODE = {Q.OP_DDL}").orderBy("IDX").select(
-            "IDX", "SCN", "K", "THREAD", "XID", "SEG_OWNER", "TABLE_NAME", "SQL_REDO", "TIMESTAMP").collect()
-        plan, ddl, extra = self._schema_changes(spark, ddl_rows, schemas, versions, next_schema_version, window_id)
+            prepared = prepare(raw, sink.continuations, rank=False)
+        plan, ddl, extra = self._schema_changes(spark, [SimpleNamespace(**r) for r in ddl_rows], schemas, versions,
+                                                next_schema_version, window_id)
         decoded = decode_prepared(prepared, plan)
         if extra is not None:
             decoded = decoded.unionByName(extra)
-        commits = prepared.where(f"OPERATION_CODE = {Q.OP_COMMIT}").groupBy("THREAD").agg({"SCN": "max"}).collect()
-        end = start.after_window(mined_hi, {int(r[0] or 1): int(r[1]) for r in commits}, None)
+        end = start.after_window(mined_hi, commit_scn, None)
         return MinedWindow(end, decoded, ddl, {"mined_to_scn": str(mined_hi), "mining_batches": batches})
 
     def _schema_changes(self, spark: SparkSession, ddl_rows: list[Any], schemas: dict[str, TableSchema],
@@ -340,6 +374,21 @@ class OracleSource(FrameSource):
                 outcome = apply_ddl(statement, registry, owner)
                 registry.update({t: s for t, s in outcome.changes.items() if s is not None})
         return registry
+
+
+def _join_ddl_pieces(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A DDL text over 4000 bytes comes in pieces (CSF = 1 on all but the last): join them."""
+    out: list[dict[str, Any]] = []
+    pending: list[str] = []
+    for r in rows:
+        if r.get("CSF") == 1:
+            pending.append(r.get("SQL_REDO") or "")
+            continue
+        if pending:
+            r = {**r, "SQL_REDO": "".join(pending) + (r.get("SQL_REDO") or "")}
+            pending = []
+        out.append(r)
+    return out
 
 
 def _export_hi(raw: DataFrame, hi: int, max_events: int) -> int:
