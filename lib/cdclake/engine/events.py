@@ -77,4 +77,7 @@ LOG_ROWS_COLUMNS = [
     "ordinal", "position", "event_ts", "error", "raw",
 ]
 KIND_CHANGE, KIND_UNDO, KIND_COMMIT, KIND_ROLLBACK, KIND_ERROR = "change", "undo", "commit", "rollback", "error"
+# A fragment of a column value (e.g. an Oracle LOB write) that the source folds into its transaction's
+# changes once the transaction committed (FrameSource.assemble_pieces).
+KIND_PIECE = "piece"
 UNAVAILABLE_KEY = "__unavailable"  # in a change image: columns whose value the log did not supply

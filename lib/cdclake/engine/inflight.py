@@ -20,6 +20,7 @@ are idempotent per window (Delta ``txnAppId``/``txnVersion``), and pending is re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -30,6 +31,7 @@ from cdclake.engine.events import (
     KIND_CHANGE,
     KIND_COMMIT,
     KIND_ERROR,
+    KIND_PIECE,
     KIND_ROLLBACK,
     KIND_UNDO,
     LOG_ROWS_COLUMNS,
@@ -78,6 +80,7 @@ class InflightBuffer:
         floors: dict[str, int],
         retention: timedelta | None = None,
         window_end_ts: datetime | None = None,
+        assemble_pieces: Callable[[DataFrame], DataFrame] | None = None,
     ) -> Assembly:
         from pyspark.sql import Window
         from pyspark.sql import functions as F
@@ -92,7 +95,7 @@ class InflightBuffer:
             .select(*LOG_ROWS_COLUMNS)
         )
         rows = rows.select(*LOG_ROWS_COLUMNS)
-        window_changes = rows.where(f"kind IN ('{KIND_CHANGE}', '{KIND_UNDO}')").join(
+        window_changes = rows.where(f"kind IN ('{KIND_CHANGE}', '{KIND_UNDO}', '{KIND_PIECE}')").join(
             abandoned_before, "txid", "left_anti")
         ends = rows.where(f"kind IN ('{KIND_COMMIT}', '{KIND_ROLLBACK}')").select(
             "txid", F.col("kind").alias("end_kind"), F.col("ordinal").alias("end_ordinal"),
@@ -109,7 +112,10 @@ class InflightBuffer:
         plain = flagged.where("__has_undo = 0").drop("__has_undo")
         undone = flagged.where("__has_undo = 1").drop("__has_undo")
         undone = undone.groupBy(*group).applyInPandas(_apply_undo, schema=undone.schema)
-        survivors = plain.unionByName(undone).where(f"kind = '{KIND_CHANGE}'").drop("__loc")
+        survivors = plain.unionByName(undone).where(f"kind IN ('{KIND_CHANGE}', '{KIND_PIECE}')").drop("__loc")
+        if assemble_pieces is not None:
+            survivors = assemble_pieces(survivors)
+        survivors = survivors.where(f"kind = '{KIND_CHANGE}'")
 
         # Rows that stop the run: 'error' rows wherever they are (committed or not, the window is suspect).
         errors = rows.where(f"kind = '{KIND_ERROR}'").selectExpr(
@@ -204,6 +210,6 @@ def _apply_undo(frame: Any) -> Any:
             keep[pos] = False
             if stack:
                 keep[stack.pop()] = False
-        elif kind == KIND_CHANGE:
+        elif kind in (KIND_CHANGE, KIND_PIECE):
             stack.append(pos)
     return frame[keep]

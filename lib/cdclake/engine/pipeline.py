@@ -402,7 +402,7 @@ class Pipeline:
         retention = self.config.mining.transaction_retention_s
         end_ts = rows.agg(F.max("event_ts")).first()[0]
         assembly = buffer.assemble(wid, rows, floors, None if retention is None else timedelta(seconds=retention),
-                                   end_ts)
+                                   end_ts, self.source.assemble_pieces)
         assembly.committed.write.mode("overwrite").parquet(f"{staging}/committed")
         report.phase("assemble")
         staged = self.spark.read.parquet(f"{staging}/committed")

@@ -225,6 +225,10 @@ class TargetTables:
             if partial:
                 missing = f"coalesce(a.`{UNAVAILABLE_KEY}`, array())" if image == "a" else "array()"
                 flags = [f"array_contains({missing}, '{_escape(n)}') AS `__ua{i}`" for i, n in enumerate(names)]
+                # a key change moves the row: values the log left out are the old key's
+                moved = f"(op = 'u' AND b IS NOT NULL AND NOT ({keys_a}))" if image == "a" else "false"
+                old = {c.name: f"{self.types.to_delta_sql(c, 'b.' + quote(c.name))}" for c in schema.columns}
+                flags += [f"{moved} AS `__moved`"] + [f"{old[k]} AS `__old{j}`" for j, k in enumerate(key_columns)]
             return ev.where(where).selectExpr(*typed_select(self.types, schema, image), *_BRONZE_TO_META,
                                               f"'{kind}' AS `__action`", f"{sub} AS `__sub`", *flags)
 
@@ -236,6 +240,8 @@ class TargetTables:
         )
         if partial:
             actions = _carry_unavailable(actions, names, key_columns)
+            actions = self._fill_moved_rows(path, actions, names, key_columns)
+            actions = _carry_unavailable(actions, names, key_columns)  # on from the moved rows' filled values
         if self.keep_history:
             self._record_versions(path, schema, key_columns, actions.drop(*_flags(names, partial)), app_id, version)
         w = Window.partitionBy(*[F.col(quote(k)) for k in key_columns]).orderBy(
@@ -269,6 +275,52 @@ class TargetTables:
         with idempotent_write(self.spark, app_id, version):
             self.spark.sql(sql)
         self.spark.catalog.dropTempView(view)
+
+    def _fill_moved_rows(self, path: str, actions: DataFrame, names: list[str], key_columns: list[str]) -> DataFrame:
+        """A key change whose image lacks values: take them from the target's row of the old key.
+
+        (A key changed twice within one batch, or a row changed earlier in the batch under its old
+        key, keeps the gap: the column stays unavailable, i.e. the target keeps its value.)
+        """
+        old_cols = [f"__old{j}" for j in range(len(key_columns))]
+        ua = [f"__ua{i}" for i in range(len(names))]
+        still = " OR ".join(f"`{f}`" for f in ua) or "false"
+        moved = actions.where(f"__moved AND ({still})")
+        rest = actions.where(f"NOT (__moved AND ({still}))").drop("__moved", *old_cols)
+        # 1. the old key's state earlier in this batch (e.g. inserted, then its key changed)
+        prior = actions.select(
+            *[F.col(quote(k)).alias(o) for k, o in zip(key_columns, old_cols, strict=True)],
+            F.col(META_SEQ).alias("__pseq"), (F.col("__action") == "d").alias("__pdel"),
+            ((F.col("__action") == "d") | (F.col(f"`{META_OP}`") == "c")).alias("__pnew"),
+            *[F.col(quote(n)).alias(f"__p{i}") for i, n in enumerate(names)],
+            *[F.col(f).alias(f"__pua{i}") for i, f in enumerate(ua)])
+        m = moved.withColumn("__mid", F.monotonically_increasing_id())
+        cand = m.join(prior, old_cols, "left").where(F.col("__pseq").isNull() | (F.col("__pseq") < F.col(META_SEQ)))
+        newest = Window.partitionBy("__mid").orderBy(F.col("__pseq").desc_nulls_last())
+        out = cand.withColumn("__r", F.row_number().over(newest)).where("__r = 1").drop("__r")
+        for i, n in enumerate(names):
+            fill = F.col(f"__ua{i}") & F.col("__pseq").isNotNull() & ~F.col("__pdel") & ~F.col(f"__pua{i}")
+            out = out.withColumn(n, F.when(fill, F.col(f"__p{i}")).otherwise(F.col(quote(n))))
+            out = out.withColumn(f"__ua{i}", F.col(f"__ua{i}") & ~fill)
+        # the target's row is the old key's row unless the batch deleted or (re-)created that key first
+        out = out.withColumn("__seen", F.coalesce(F.col("__pnew"), F.lit(False))).drop(
+            "__mid", "__pseq", "__pdel", "__pnew", *[f"__p{i}" for i in range(len(names))],
+            *[f"__pua{i}" for i in range(len(names))])
+        # 2. otherwise the target's row of the old key
+        if is_delta_table(self.spark, path):
+            current = self.spark.read.format("delta").load(path)
+            if self.soft:
+                current = current.where(f"NOT `{META_DELETED}`")
+            target = current.select(
+                *[F.col(quote(k)).alias(o) for k, o in zip(key_columns, old_cols, strict=True)],
+                *[F.col(quote(n)).alias(f"__t{i}") for i, n in enumerate(names)], F.lit(True).alias("__found"))
+            out = out.join(target, old_cols, "left")
+            for i, n in enumerate(names):
+                fill = F.col(f"__ua{i}") & ~F.col("__seen") & F.col("__found").isNotNull()
+                out = out.withColumn(n, F.when(fill, F.col(f"__t{i}")).otherwise(F.col(quote(n))))
+                out = out.withColumn(f"__ua{i}", F.col(f"__ua{i}") & ~fill)
+            out = out.drop("__found", *[f"__t{i}" for i in range(len(names))])
+        return rest.unionByName(out.drop("__moved", "__seen", *old_cols))
 
     def _record_versions(self, path: str, schema: TableSchema, key_columns: list[str], actions: DataFrame,
                          app_id: str, version: int) -> None:

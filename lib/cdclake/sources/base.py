@@ -223,6 +223,10 @@ class FrameSource(Source):
     def release(self) -> None:
         """Drop what :meth:`mine_frame` cached, once the engine has consumed the window."""
 
+    def assemble_pieces(self, rows: DataFrame) -> DataFrame:
+        """Fold ``piece`` rows of committed transactions into their changes (default: none exist)."""
+        return rows
+
     def mine(self, *args: Any, **kwargs: Any) -> Iterator[LogRecord]:
         raise NotImplementedError(f"{type(self).__name__} mines with mine_frame()")
 

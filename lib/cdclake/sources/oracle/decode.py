@@ -28,6 +28,7 @@ from cdclake.engine.events import (
     KIND_CHANGE,
     KIND_COMMIT,
     KIND_ERROR,
+    KIND_PIECE,
     KIND_ROLLBACK,
     KIND_UNDO,
     LOG_ROWS_COLUMNS,
@@ -50,11 +51,13 @@ class DecodePlan:
 
     include: list[str]
     exclude: list[str]
+    lob: bool = False
     # table -> [(from_idx, version, schema JSON or None when dropped)], sorted by from_idx
     versions: dict[str, list[tuple[int, int, str | None]]] = field(default_factory=dict)
 
     def to_json(self) -> str:
-        return json.dumps({"include": self.include, "exclude": self.exclude, "versions": self.versions})
+        return json.dumps({"include": self.include, "exclude": self.exclude, "versions": self.versions,
+                           "lob": self.lob})
 
 
 def join_continuations(raw: DataFrame) -> DataFrame:
@@ -111,6 +114,7 @@ class _Plan:
         self.include = [re.compile(p) for p in raw["include"]]
         self.exclude = [re.compile(p) for p in raw["exclude"]]
         self.mapper = OracleTypeMapper()
+        self.lob = bool(raw.get("lob"))
         self.versions: dict[str, list[tuple[int, int, _Decoder | None]]] = {}
         for table, items in raw["versions"].items():
             self.versions[table] = [
@@ -240,8 +244,9 @@ def decode_partition(plan_json: str, batches: Iterator[Any]) -> Iterator[Any]:
                      "LogMiner reported MISSING_SCN: part of the redo for this SCN could not be read",
                      cols["SQL_REDO"][i])
                 continue
-            if code not in (Q.OP_INSERT, Q.OP_UPDATE, Q.OP_DELETE, Q.OP_UNSUPPORTED):
-                continue  # START, DDL (handled on the driver), LOB pieces (not captured)
+            lob_row = code in _LOB_PIECES
+            if not lob_row and code not in (Q.OP_INSERT, Q.OP_UPDATE, Q.OP_DELETE, Q.OP_UNSUPPORTED):
+                continue  # START, DDL (handled on the driver), XML/extended-string pieces
             owner, name = cols["SEG_OWNER"][i], cols["TABLE_NAME"][i]
             table = f"{owner}.{name}"
             ts = cols["TIMESTAMP"][i]
@@ -263,7 +268,18 @@ def decode_partition(plan_json: str, batches: Iterator[Any]) -> Iterator[Any]:
                      "LogMiner cannot reconstruct this change (OPERATION UNSUPPORTED): the table uses a type or "
                      "storage LogMiner does not support", sql)
                 continue
+            if lob_row and not plan.lob:
+                continue
             found = plan.decoder(table, cols["IDX"][i])
+            if lob_row and found is not None and found[1] is not None:
+                try:
+                    before, after = _lob_piece(code, sql, found[1])
+                except (RedoParseError, ValueError) as exc:
+                    emit(i, KIND_CHANGE, txid, table, None, None, None, found[0], ordinal, where, ts, str(exc), sql)
+                    continue
+                emit(i, KIND_PIECE, txid, table, None, before, after, found[0], ordinal, where, ts,
+                     locator=cols["ROW_ID"][i])
+                continue
             if found is None or found[1] is None:
                 emit(i, KIND_CHANGE, txid, table, None, None, None, None, ordinal, where, ts,
                      f"{table} has no schema in the schema history at {where}", sql)
@@ -281,6 +297,29 @@ def decode_partition(plan_json: str, batches: Iterator[Any]) -> Iterator[Any]:
                  after if parsed.op != "d" else None, version, ordinal, where, ts, err,
                  sql if err else None, cols["ROW_ID"][i])
         yield pa.RecordBatch.from_pydict(out, schema=schema)
+
+
+_LOB_PIECES = (Q.OP_SELECT_LOB_LOCATOR, Q.OP_LOB_WRITE, Q.OP_LOB_TRIM, Q.OP_LOB_ERASE)
+
+
+def _lob_piece(code: int, sql: str, decoder: _Decoder) -> tuple[str | None, str]:
+    """(row key image, piece JSON) of a LOB row."""
+    from cdclake.sources.oracle.lobs import piece
+    from cdclake.sources.oracle.redo import parse_lob_erase, parse_lob_locator, parse_lob_trim, parse_lob_write
+
+    if code == Q.OP_SELECT_LOB_LOCATOR:
+        loc = parse_lob_locator(sql)
+        key, error = decoder.image(loc.key, missing_is_unavailable=True)
+        if error:
+            raise ValueError(error)
+        return key, piece("locator", loc.column, loc.binary)
+    if code == Q.OP_LOB_WRITE:
+        w = parse_lob_write(sql)
+        return None, piece("write", offset=w.offset, length=w.length, data=w.data)
+    if code == Q.OP_LOB_TRIM:
+        return None, piece("trim", length=parse_lob_trim(sql))
+    amount, offset = parse_lob_erase(sql)
+    return None, piece("erase", offset=offset, length=amount)
 
 
 def _log_rows_arrow_schema(pa: Any) -> Any:

@@ -224,6 +224,13 @@ class OracleSource(FrameSource):
         self.client.close()
         self.release()
 
+    def assemble_pieces(self, rows: DataFrame) -> DataFrame:
+        if not self.config.mining.lob:
+            return rows
+        from cdclake.sources.oracle.lobs import assemble
+
+        return assemble(rows)
+
     def release(self) -> None:
         """Drop cached frames of the last window (after the engine has consumed it)."""
         for frame in self._persisted:
@@ -270,7 +277,7 @@ class OracleSource(FrameSource):
         """Apply the window's DDL in order: schema versions for the decoder, history records, truncates."""
         from cdclake.sources.oracle.ddl import apply_ddl
 
-        plan = DecodePlan(self.config.include_tables, self.config.exclude_tables)
+        plan = DecodePlan(self.config.include_tables, self.config.exclude_tables, self.config.mining.lob)
         for t, s in schemas.items():
             plan.versions[t] = [(-1, versions.get(t, 0), s.to_json())]
         registry = dict(schemas)
