@@ -2,7 +2,7 @@
 PY      := .venv/bin/python
 STAMP   := .venv/.cdclake-setup
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint bench bench-oracle test-oracle-live clean
 
 setup: $(STAMP)
 
@@ -14,14 +14,21 @@ demo: setup
 	.venv/bin/cdclake demo
 
 test: setup
-	$(PY) -m ruff check lib jobs tests benchmarks airflow_dags
+	$(PY) -m ruff check lib jobs tests tests_live benchmarks airflow_dags
 	$(PY) -m pytest -q tests
 
 lint: setup
-	$(PY) -m ruff check lib jobs tests benchmarks airflow_dags
+	$(PY) -m ruff check lib jobs tests tests_live benchmarks airflow_dags
 
 bench: setup
 	$(PY) benchmarks/run_mysql_bench.py
+
+bench-oracle: setup
+	$(PY) benchmarks/run_oracle_bench.py
+
+# Opt-in: the Oracle scenarios against a real database (CDCLAKE_ORACLE_* variables, docs/oracle.md).
+test-oracle-live: setup
+	$(PY) -m pytest -q -p no:cacheprovider --rootdir . tests_live
 
 clean:
 	rm -rf .venv .cache/jars

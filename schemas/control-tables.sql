@@ -21,3 +21,16 @@ CREATE TABLE runs (run_id STRING, command STRING, window_id BIGINT, status STRIN
 -- <lake>/<pipeline>/_cdclake/dead_letters
 CREATE TABLE dead_letters (window_id BIGINT, source_table STRING, seq DECIMAL(38,0), position STRING,
   op STRING, reason STRING, before STRING, after STRING, recorded_at TIMESTAMP) USING delta;
+
+-- Frame-mining sources (Oracle): changes of transactions open at a window's end, and ended transactions.
+CREATE TABLE inflight (
+  window_id BIGINT, idx BIGINT, kind STRING, txid STRING, source_table STRING, op STRING, before STRING,
+  after STRING, schema_version BIGINT, locator STRING, ordinal DECIMAL(38,0), position STRING,
+  event_ts TIMESTAMP, error STRING, raw STRING
+) USING delta;
+
+CREATE TABLE transactions (
+  txid STRING, status STRING, window_id BIGINT, ordinal DECIMAL(38,0), position STRING, commit_ts TIMESTAMP,
+  first_window BIGINT, first_ordinal DECIMAL(38,0), first_position STRING, first_ts TIMESTAMP, rows BIGINT,
+  tables ARRAY<STRING>, recorded_at TIMESTAMP
+) USING delta;
