@@ -290,6 +290,10 @@ class OracleSource(FrameSource):
             try:
                 outcome = apply_ddl(statement, registry, r.SEG_OWNER)
             except DdlParseError as exc:
+                subject = f"{r.SEG_OWNER}.{r.TABLE_NAME}" if r.TABLE_NAME else None
+                if subject and subject not in registry and not self.config.captures(subject):
+                    log.debug("ignoring DDL on %s (not captured) that does not parse: %s", subject, exc.problem)
+                    continue
                 if not self.engine_mining.skip_unparsable_ddl:
                     raise DdlParseError(statement, point.describe(), exc.problem) from None
                 out.append(Ddl(point, statement, r.SEG_OWNER, {}, r.TIMESTAMP,
