@@ -267,7 +267,12 @@ def load_config_text(text: str, origin: str = "<config>") -> PipelineConfig:
     except ValidationError as exc:
         lines = []
         for err in exc.errors():
-            key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+            loc = list(err["loc"])
+            if len(loc) > 1 and loc[0] == "source" and loc[1] in ("mysql", "mariadb", "oracle"):
+                del loc[1]  # the discriminator's tag, not a key of the file
+            if err["type"] in ("union_tag_invalid", "union_tag_not_found") and loc == ["source"]:
+                loc = ["source", "type"]
+            key = ".".join(str(p) for p in loc) or "(top level)"
             msg = err["msg"]
             if err["type"] == "extra_forbidden":
                 msg = "unknown key"

@@ -288,11 +288,7 @@ class Pipeline:
         wid = window.window_id
         staging = self.layout.staging(wid)
         hadoop_delete(self.spark, staging)  # rows of a killed attempt
-        earlier = self.control.before_window(self.control.history_through_window(wid), wid)
-        registry = self.control.latest_per_table(earlier)
-        schemas = {t: e.schema for t, e in registry.items() if e.schema is not None}
-        # Versions continue from the entries before this window, so a re-mined window numbers alike.
-        next_version = max((e.version for e in earlier), default=0) + 1
+        schemas, _, next_version = self._registry_before(wid)
         floors = {t: s.ordinal for t, s in states.items()}
         arrow_schema = pa.schema([
             ("window_id", pa.int64()), ("source_table", pa.string()), ("op", pa.string()),
@@ -368,6 +364,17 @@ class Pipeline:
         report.rows_by_table = dict(stats.rows_by_table)
         return end
 
+    def _registry_before(self, wid: int) -> tuple[dict[str, TableSchema], dict[str, int], int]:
+        """Table schemas (and their versions) valid at the start of window ``wid``, and the next version.
+
+        Versions continue from the entries before this window, so a re-mined window numbers alike.
+        """
+        earlier = self.control.before_window(self.control.history_through_window(wid), wid)
+        registry = self.control.latest_per_table(earlier)
+        live = {t: e for t, e in registry.items() if e.schema is not None}
+        return ({t: e.schema for t, e in live.items()}, {t: e.version for t, e in live.items()},  # type: ignore[misc]
+                max((e.version for e in earlier), default=0) + 1)
+
     def _mine_frame_window(
         self, window: WindowState, start: Position, states: dict[str, TableState], report: RunReport
     ) -> Position:
@@ -378,11 +385,7 @@ class Pipeline:
         wid = window.window_id
         staging = self.layout.staging(wid)
         hadoop_delete(self.spark, staging)  # rows of a killed attempt
-        earlier = self.control.before_window(self.control.history_through_window(wid), wid)
-        registry = self.control.latest_per_table(earlier)
-        schemas = {t: e.schema for t, e in registry.items() if e.schema is not None}
-        versions = {t: e.version for t, e in registry.items() if e.schema is not None}
-        next_version = max((e.version for e in earlier), default=0) + 1
+        schemas, versions, next_version = self._registry_before(wid)
         floors = {t: s.ordinal for t, s in states.items()}
         mined = self.source.mine_frame(
             self.spark, wid, start, self.source.position_from_dict(window.end_limit), schemas, versions,
