@@ -299,14 +299,29 @@ def decode_partition(plan_json: str, batches: Iterator[Any]) -> Iterator[Any]:
         yield pa.RecordBatch.from_pydict(out, schema=schema)
 
 
-_LOB_PIECES = (Q.OP_SELECT_LOB_LOCATOR, Q.OP_LOB_WRITE, Q.OP_LOB_TRIM, Q.OP_LOB_ERASE)
+_LOB_PIECES = (Q.OP_SELECT_LOB_LOCATOR, Q.OP_LOB_WRITE, Q.OP_LOB_TRIM, Q.OP_LOB_ERASE,
+               Q.OP_XML_BEGIN, Q.OP_XML_WRITE, Q.OP_XML_END,
+               Q.OP_EXT_STRING_BEGIN, Q.OP_EXT_STRING_WRITE, Q.OP_EXT_STRING_END)
+# XMLTYPE and extended-string (MAX_STRING_SIZE=EXTENDED) values: begin, fragments appended, end.
+_APPENDED_PIECES = frozenset((Q.OP_XML_BEGIN, Q.OP_XML_WRITE, Q.OP_XML_END,
+                              Q.OP_EXT_STRING_BEGIN, Q.OP_EXT_STRING_WRITE, Q.OP_EXT_STRING_END))
 
 
-def _lob_piece(code: int, sql: str, decoder: _Decoder) -> tuple[str | None, str]:
-    """(row key image, piece JSON) of a LOB row."""
+def _lob_piece(code: int, sql: str | None, decoder: _Decoder) -> tuple[str | None, str]:
+    """(row key image, piece JSON) of a LOB, XML or extended-string row."""
     from cdclake.sources.oracle.lobs import piece
-    from cdclake.sources.oracle.redo import parse_lob_erase, parse_lob_locator, parse_lob_trim, parse_lob_write
+    from cdclake.sources.oracle.redo import (
+        RedoParseError,
+        parse_lob_erase,
+        parse_lob_locator,
+        parse_lob_trim,
+        parse_lob_write,
+    )
 
+    if code in _APPENDED_PIECES:
+        return _appended_piece(code, sql, decoder)
+    if sql is None:
+        raise RedoParseError("a LOB row without SQL_REDO", 0, "")
     if code == Q.OP_SELECT_LOB_LOCATOR:
         loc = parse_lob_locator(sql)
         key, error = decoder.image(loc.key, missing_is_unavailable=True)
@@ -320,6 +335,32 @@ def _lob_piece(code: int, sql: str, decoder: _Decoder) -> tuple[str | None, str]
         return None, piece("trim", length=parse_lob_trim(sql))
     amount, offset = parse_lob_erase(sql)
     return None, piece("erase", offset=offset, length=amount)
+
+
+def _appended_piece(code: int, sql: str | None, decoder: _Decoder) -> tuple[str | None, str]:
+    """XML_BEGIN/32K_BEGIN -> ``begin`` (column, row key; the value is rewritten whole),
+    XML_WRITE/32K_WRITE -> ``append`` (text, or hex when ``binary``; ``data`` null for
+    ``XML_REDO := NULL``), XML_END/32K_END -> ``end`` (their SQL is not read: XML_END's is NULL)."""
+    from cdclake.sources.oracle.lobs import piece
+    from cdclake.sources.oracle.redo import (
+        parse_ext_string_begin,
+        parse_ext_string_write,
+        parse_xml_begin,
+        parse_xml_write,
+    )
+
+    if code == Q.OP_XML_END or code == Q.OP_EXT_STRING_END:
+        return None, piece("end")
+    if code == Q.OP_XML_WRITE or code == Q.OP_EXT_STRING_WRITE:
+        f = parse_xml_write(sql) if code == Q.OP_XML_WRITE else parse_ext_string_write(sql)
+        return None, piece("append", binary=f.hex, length=f.length or 0, data=f.data)
+    loc = parse_xml_begin(sql) if code == Q.OP_XML_BEGIN else parse_ext_string_begin(sql)
+    if loc.column not in decoder.convert:
+        raise ValueError(f"column {loc.column!r} is not in {decoder.schema.qualified_name} (schema history)")
+    key, error = decoder.image(loc.key, missing_is_unavailable=True)
+    if error:
+        raise ValueError(error)
+    return key, piece("begin", loc.column, loc.binary)
 
 
 def _log_rows_arrow_schema(pa: Any) -> Any:

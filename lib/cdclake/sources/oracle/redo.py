@@ -4,7 +4,11 @@ r"""Parse Oracle LogMiner ``SQL_REDO`` statements into column values, without a 
 values follow the canonical-value contract of ``docs/oracle-design.md`` (strings, ``None`` or
 :data:`UNAVAILABLE`, whatever the column type). :func:`parse_lob_locator`, :func:`parse_lob_write`,
 :func:`parse_lob_trim` and :func:`parse_lob_erase` read the statements LogMiner emits for LOB
-changes (operation codes 9, 10, 11 and 29).
+changes (operation codes 9, 10, 11 and 29); :func:`parse_xml_begin` / :func:`parse_xml_write` the
+XMLTYPE writes (68, 70; XML_END, 71, has no SQL) and :func:`parse_ext_string_begin` /
+:func:`parse_ext_string_write` the writes of extended VARCHAR2/RAW values (91, 92; 93 ends them).
+``LM_EMPTY_STRING`` in a DML statement (an extended value that follows as 32K_WRITE rows) parses as
+:data:`UNAVAILABLE`.
 
 >>> r = parse_redo('''insert into "HR"."EMP"("ID","NAME","HIRED","PHOTO") values '''
 ...                '''(7,'O''Brien',TO_DATE('2024-01-02 03:04:05', 'YYYY-MM-DD HH24:MI:SS'),NULL)''')
@@ -57,15 +61,20 @@ from typing import Any
 
 __all__ = [
     "UNAVAILABLE",
+    "Fragment",
     "LobLocator",
     "LobWrite",
     "ParsedRedo",
     "RedoParseError",
+    "parse_ext_string_begin",
+    "parse_ext_string_write",
     "parse_lob_erase",
     "parse_lob_locator",
     "parse_lob_trim",
     "parse_lob_write",
     "parse_redo",
+    "parse_xml_begin",
+    "parse_xml_write",
 ]
 
 
@@ -179,7 +188,7 @@ _STRICT_STR = r"'(?P<s>[^']*(?:''[^']*)*)'"
 _RELAXED_END = r"""(?:
     \s+(?:and|where)\s+[\w$\#.]*(?:"|ROWID\b)
   | \s*(?: \|\|
-         | ,\s*(?: [\w$\#.]*" | ' | [-+.\d] | NULL\b | Unsupported\s+Type
+         | ,\s*(?: [\w$\#.]*" | ' | [-+.\d] | NULL\b | Unsupported\s+Type | LM_EMPTY_STRING\b
                  | (?:TO_DATE|TO_TIMESTAMP|TO_TIMESTAMP_TZ|UNISTR|HEXTORAW|EMPTY_CLOB|EMPTY_BLOB
                      |TO_YMINTERVAL|TO_DSINTERVAL)\( )
          | \)\s*;?\s*\Z
@@ -190,11 +199,12 @@ _RELAXED_END = r"""(?:
 _RELAXED_STR = rf"'(?P<s>(?:[^']|'+(?!'|{_RELAXED_END}))*'*)'(?={_RELAXED_END})"
 
 # One value: a string literal (group `s`), or anything else (group `v`: NULL, a number,
-# Unsupported Type, or a function call such as TO_DATE(...), told apart in Python). Few groups
-# keep findall fast: its cost grows with the number of groups per token.
+# Unsupported Type, LM_EMPTY_STRING, or a function call such as TO_DATE(...), told apart in
+# Python). Few groups keep findall fast: its cost grows with the number of groups per token.
 _TERM = r"""(?:{STR}|(?P<v>
       NULL\b
     | Unsupported\s+Type
+    | LM_EMPTY_STRING\b
     | [-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:E[-+]?\d+)?
     | [A-Z_][A-Z_0-9]*\((?:[^')]|'[^']*(?:''[^']*)*')*\)
 ))"""
@@ -382,8 +392,8 @@ def _value(v: str) -> Any:
     c = v[0]
     if c == "N" or c == "n":
         return None
-    if c == "U" or c == "u":
-        return UNAVAILABLE
+    if c == "U" or c == "u" or c == "L" or c == "l":
+        return UNAVAILABLE  # Unsupported Type; LM_EMPTY_STRING (an extended string sent as 32K_WRITE rows)
     return v  # a number, as written
 
 
@@ -879,3 +889,172 @@ def parse_lob_erase(sql: str) -> tuple[int, int]:
     if m is None:
         raise RedoParseError("no 'dbms_lob.erase(loc_x, amount, offset)' call", 0, sql)
     return int(m.group("amount")), int(m.group("off"))
+
+
+# ---- XMLTYPE and extended-string statements ------------------------------------------------------
+#
+# Both are written whole, as a begin row naming the table, column and row key, the value in
+# fragments appended in order, and an end row (XML_END's SQL_REDO is NULL). Shapes as Debezium's
+# LogMiner parsers accept them (XmlBeginParser, XmlWriteParser, ExtendedStringParser):
+#
+#   68 XML_BEGIN  XML DOC BEGIN:  select "DOC" from "S"."T" where "ID" = '1'        (binary XML storage)
+#                 update "S"."T" a set a."DOC" = XMLType(:1)  where a."ID" = '1';   (text storage)
+#   70 XML_WRITE  XML_REDO := '<a>..</a>'\n amount: 9  |  XML_REDO := HEXTORAW('3c61'):2  |  XML_REDO := NULL
+#   91 32K_BEGIN  DECLARE ... TempLob CLOB; ... BEGIN ... Stmt := 'update "S"."T" a set a."C" = :C
+#                 where a."ID" = ''1'';';                                            (TempLob BLOB: RAW)
+#   92 32K_WRITE  \n buf_c := 'text';\n DBMS_LOB.WRITEAPPEND(TempLob, 4, buf_c);
+
+
+@dataclass(slots=True)
+class Fragment:
+    """An ``XML_WRITE`` (op 70) or ``32K_WRITE`` (op 92): the next piece of a value built by appending."""
+
+    data: str | None  # text, or lowercase hex when ``hex``; None for ``XML_REDO := NULL``
+    hex: bool  # HEXTORAW: the bytes of a RAW value, or of the document's text (UTF-8) for XML
+    length: int | None  # the amount LogMiner wrote (characters of text, bytes of hex), when it wrote one
+
+
+_COLUMN_REF = r'(?:[A-Za-z_][\w$#]*\.)?"(?P<col>[^"]*)"'
+_XML_BEGIN_SELECT = re.compile(rf"\s*XML\s+DOC\s+BEGIN\s*:\s*select\s+{_COLUMN_REF}\s+from\s+{_NAME}{_ALIAS}", _FLAGS)
+_XML_BEGIN_UPDATE = re.compile(
+    rf"\s*update\s+{_NAME}{_ALIAS}\s+set\s+{_COLUMN_REF}\s*=\s*XMLType\s*\(\s*:\w+\s*\)", _FLAGS)
+_KEY_END = re.compile(r"\s*(?:for\s+update\b)?\s*;?\s*\Z", _FLAGS)
+_XML_REDO = re.compile(r"\s*XML_REDO\s*:=\s*", _FLAGS)
+_XML_NULL = re.compile(r"NULL\s*;?\s*\Z", _FLAGS)
+_XML_AMOUNT = r"(?:\s*;?\s*(?:amount\s*)?:\s*(?P<n>\d+))?\s*;?\s*\Z"
+_XML_TAIL = re.compile(_XML_AMOUNT, _FLAGS)
+# Oracle sometimes leaves the closing quote out of the last HEXTORAW chunk (noted in Debezium)
+_XML_HEX = re.compile(r"HEXTORAW\(\s*'(?P<h>[0-9A-Fa-f]*)'?\s*\)" + _XML_AMOUNT, _FLAGS)
+_XML_RELAXED = re.compile(r"'(?P<d>.*)'" + _XML_AMOUNT, _FLAGS)
+_EXT_STMT = re.compile(r"\bStmt\s*:=\s*'(?P<s>[^']*(?:''[^']*)*)'\s*;\s*(?:END\s*;\s*)?\Z", _FLAGS)
+_EXT_STMT_RELAXED = re.compile(r"\bStmt\s*:=\s*'(?P<s>.*)'\s*;\s*(?:END\s*;\s*)?\Z", _FLAGS)
+_EXT_UPDATE = re.compile(rf"\s*update\s+{_NAME}{_ALIAS}\s+set\s+{_COLUMN_REF}\s*=\s*:\w+", _FLAGS)
+_EXT_BINARY = re.compile(r"\bTempLob\s+BLOB\b", _FLAGS)
+_EXT_ASSIGN = re.compile(r"\bbuf_\w+\s*:=\s*", _FLAGS)
+_EXT_APPEND_CALL = re.compile(
+    r"\s*;\s*DBMS_LOB\.WRITEAPPEND\s*\(\s*TempLob\s*,\s*(?P<len>\d+)\s*,\s*buf_\w+\s*\)", _FLAGS)
+_EXT_APPEND_RELAXED = re.compile(
+    r":=\s*(?P<hex>HEXTORAW\(\s*)?'(?P<d>.*)'(?(hex)\s*\))\s*;\s*DBMS_LOB\.WRITEAPPEND\s*\(", _FLAGS)
+_HEXTORAW_AT = re.compile(r"HEXTORAW\s*\(", _FLAGS)
+
+
+def _statement(sql: str | None, what: str) -> str:
+    if not isinstance(sql, str) or not sql.strip():
+        raise RedoParseError(f"empty {what} statement", 0, sql if isinstance(sql, str) else "")
+    return sql
+
+
+def _where_key(sql: str, pos: int) -> dict[str, Any]:
+    """The values of ``where "K" = v and ...`` from ``pos`` to the end of ``sql`` (a trailing
+    ``for update`` and ``;`` allowed): the row key of a begin statement; ``{}`` without a WHERE."""
+    matches: list[re.Match[str]] = []
+    if _KEY_END.match(sql, pos) is None:
+        for t in _STRICT.items.finditer(sql, pos):
+            matches.append(t)
+            if t.group("bad") is not None:
+                if _KEY_END.match(sql, t.start()) is not None:
+                    matches.pop()
+                break
+    tokens = [t.groups("") for t in matches]
+    try:
+        key, _ = _items(tokens, update=False)
+    except _Fail as fail:
+        raise _locate(sql, pos, _STRICT.items, tokens, fail, "where") from None
+    return key
+
+
+def parse_xml_begin(sql: str | None) -> LobLocator:
+    """Parse an ``XML_BEGIN`` statement (op 68): the XMLTYPE column the following writes rebuild, and
+    its row (``binary`` is False: the document is text).
+
+    >>> parse_xml_begin('XML DOC BEGIN:  select "DOC" from "APP"."T" where "ID" = \\'1\\'')
+    LobLocator(schema='APP', table='T', column='DOC', binary=False, key={'ID': '1'})
+    """
+    sql = _statement(sql, "XML_BEGIN")
+    m = _XML_BEGIN_SELECT.match(sql) or _XML_BEGIN_UPDATE.match(sql)
+    if m is None:
+        raise RedoParseError('expected \'XML DOC BEGIN:  select "COLUMN" from "SCHEMA"."TABLE"\' or '
+                             '\'update "SCHEMA"."TABLE" set "COLUMN" = XMLType(:1)\'', _skip_ws(sql, 0), sql)
+    return LobLocator(m.group("schema"), m.group("table"), m.group("col"), False, _where_key(sql, m.end()))
+
+
+def parse_xml_write(sql: str | None) -> Fragment:
+    """Parse an ``XML_WRITE`` statement (op 70): ``XML_REDO := <value>`` and the amount.
+
+    The value is a string literal (``''`` escapes, ``||`` and ``UNISTR`` as in DML), ``HEXTORAW``
+    of the document's bytes (out-of-line storage; the closing quote may be missing), or ``NULL``
+    (the column set to NULL). A literal with unescaped quotes is taken from the first quote to the
+    last one before the amount.
+
+    >>> parse_xml_write("XML_REDO := '<a x=\\"1\\">it''s</a>'\\n amount: 18")
+    Fragment(data='<a x="1">it\\'s</a>', hex=False, length=18)
+    """
+    sql = _statement(sql, "XML_WRITE")
+    m = _XML_REDO.match(sql)
+    if m is None:
+        raise RedoParseError("expected 'XML_REDO := ...' in an XML_WRITE statement", _skip_ws(sql, 0), sql)
+    pos = m.end()
+    if _XML_NULL.match(sql, pos) is not None:
+        return Fragment(None, False, None)
+    h = _XML_HEX.match(sql, pos)
+    if h is not None:
+        return Fragment(h.group("h").lower(), True, int(h.group("n")) if h.group("n") else None)
+    value, end = _assigned_value(sql, pos)
+    tail = _XML_TAIL.match(sql, end) if end >= 0 else None
+    if tail is not None and isinstance(value, str):
+        return Fragment(value, False, int(tail.group("n")) if tail.group("n") else None)
+    r = _XML_RELAXED.match(sql, pos)
+    if r is None:
+        raise RedoParseError("expected a string literal, HEXTORAW('...') or NULL, then the amount",
+                             end if end >= 0 else pos, sql)
+    return Fragment(r.group("d").replace("''", "'"), False, int(r.group("n")) if r.group("n") else None)
+
+
+def parse_ext_string_begin(sql: str | None) -> LobLocator:
+    """Parse a ``32K_BEGIN`` statement (op 91): a VARCHAR2/NVARCHAR2/RAW value over the standard size
+    (``MAX_STRING_SIZE=EXTENDED``) is built in a temporary LOB and set by the quoted ``Stmt``:
+    ``update "S"."T" a set a."C" = :C where ...``. ``binary`` when the temporary LOB is a BLOB (RAW).
+    """
+    sql = _statement(sql, "32K_BEGIN")
+    s = _EXT_STMT.search(sql)
+    stmt = s.group("s").replace("''", "'") if s is not None else None
+    if s is None:
+        r = _EXT_STMT_RELAXED.search(sql)
+        if r is None:
+            raise RedoParseError("expected \"Stmt := 'update ...';\" at the end of a 32K_BEGIN statement",
+                                 len(sql.rstrip()), sql)
+        stmt = r.group("s").replace("''", "'")
+    m = _EXT_UPDATE.match(stmt)
+    if m is None:
+        raise RedoParseError('expected \'update "SCHEMA"."TABLE" set "COLUMN" = :BIND\' in the 32K_BEGIN Stmt',
+                             _skip_ws(stmt, 0), stmt)
+    binary = _EXT_BINARY.search(sql) is not None
+    return LobLocator(m.group("schema"), m.group("table"), m.group("col"), binary, _where_key(stmt, m.end()))
+
+
+def parse_ext_string_write(sql: str | None) -> Fragment:
+    """Parse a ``32K_WRITE`` statement (op 92): ``buf_c := 'text'; DBMS_LOB.WRITEAPPEND(TempLob, n, buf_c);``
+    (``buf_b := HEXTORAW('..')`` for RAW). Unescaped quotes (DBZ-8034) are tolerated as in LOB writes.
+
+    >>> parse_ext_string_write("\\n buf_c := 'abc';\\n DBMS_LOB.WRITEAPPEND(TempLob, 3, buf_c);")
+    Fragment(data='abc', hex=False, length=3)
+    """
+    sql = _statement(sql, "32K_WRITE")
+    m = _EXT_ASSIGN.search(sql)
+    if m is None:
+        raise RedoParseError("no 'buf_x := ...' assignment in a 32K_WRITE statement", 0, sql)
+    hexed = _HEXTORAW_AT.match(sql, m.end()) is not None
+    value, end = _assigned_value(sql, m.end())
+    call = _EXT_APPEND_CALL.match(sql, end) if end >= 0 else None
+    if call is None:
+        relaxed = _EXT_APPEND_RELAXED.search(sql, m.start())
+        call = _EXT_APPEND_CALL.search(sql, m.end()) if relaxed is not None else None
+        if relaxed is None or call is None:
+            raise RedoParseError("expected a literal and '; DBMS_LOB.WRITEAPPEND(TempLob, length, buf_x)'",
+                                 end if end >= 0 else m.end(), sql)
+        hexed = relaxed.group("hex") is not None
+        data = relaxed.group("d")
+        value = data.lower() if hexed else data.replace("''", "'")
+    if not isinstance(value, str):
+        raise RedoParseError("a 32K_WRITE of NULL or Unsupported Type", m.end(), sql)
+    return Fragment(value, hexed, int(call.group("len")))
