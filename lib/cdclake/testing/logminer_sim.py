@@ -113,6 +113,8 @@ OPERATION_NAMES = {
     Q.OP_COMMIT: "COMMIT", Q.OP_ROLLBACK: "ROLLBACK", Q.OP_SELECT_LOB_LOCATOR: "SELECT_LOB_LOCATOR",
     Q.OP_LOB_WRITE: "LOB_WRITE", Q.OP_LOB_TRIM: "LOB_TRIM", Q.OP_LOB_ERASE: "LOB_ERASE",
     Q.OP_MISSING_SCN: "MISSING_SCN", Q.OP_UNSUPPORTED: "UNSUPPORTED",
+    Q.OP_XML_BEGIN: "XML DOC BEGIN", Q.OP_XML_WRITE: "XML DOC WRITE", Q.OP_XML_END: "XML DOC END",
+    Q.OP_EXT_STRING_BEGIN: "32K_BEGIN", Q.OP_EXT_STRING_WRITE: "32K_WRITE", Q.OP_EXT_STRING_END: "32K_END",
 }
 
 DEFAULT_PRIVILEGES = (
@@ -184,14 +186,14 @@ def _db_error(message: str) -> SimulatedDatabaseError:
 # ---- types ----------------------------------------------------------------------------------------
 
 _TEXT_KINDS = frozenset({"VARCHAR2", "NVARCHAR2", "CHAR", "NCHAR"})
-_LOB_KINDS = frozenset({"CLOB", "NCLOB", "BLOB"})
+_LOB_KINDS = frozenset({"CLOB", "NCLOB", "BLOB", "XMLTYPE"})  # XMLTYPE: written by XML_BEGIN/WRITE/END rows
 _NUMBER_KINDS = frozenset({"NUMBER", "FLOAT"})
 
 
 @dataclass(frozen=True)
 class OracleType:
     """A parsed Oracle column type. ``kind`` is one of NUMBER FLOAT BINARY_FLOAT BINARY_DOUBLE VARCHAR2
-    NVARCHAR2 CHAR NCHAR CLOB NCLOB BLOB RAW DATE TIMESTAMP TSTZ TSLTZ IYM IDS UNSUPPORTED."""
+    NVARCHAR2 CHAR NCHAR CLOB NCLOB BLOB XMLTYPE RAW DATE TIMESTAMP TSTZ TSLTZ IYM IDS UNSUPPORTED."""
 
     text: str
     kind: str
@@ -242,6 +244,8 @@ def parse_oracle_type(text: str) -> OracleType:
         return OracleType(text, name, length=length)
     if t in ("CLOB", "NCLOB", "BLOB", "DATE"):
         return OracleType(text, t)
+    if t.replace('"', "") in ("XMLTYPE", "SYS.XMLTYPE", "PUBLIC.XMLTYPE"):
+        return OracleType(text, "XMLTYPE")
     m = re.fullmatch(r"RAW\((\d+)\)", t)
     if m:
         return OracleType(text, "RAW", length=int(m.group(1)))
@@ -283,6 +287,8 @@ def _metadata_type(t: OracleType) -> str:
         return f"INTERVAL YEAR ({t.precision}) TO MONTH"
     if k == "IDS":
         return f"INTERVAL DAY ({t.precision}) TO SECOND ({t.scale})"
+    if k == "XMLTYPE":
+        return '"SYS"."XMLTYPE"'
     return _norm_type_text(t.text)
 
 
@@ -698,7 +704,11 @@ class TableDef:
         lobs = "".join(
             f' \n LOB ("{c.name}") STORE AS SECUREFILE (\n  TABLESPACE "USERS" ENABLE STORAGE IN ROW 4000 CHUNK 8192'
             "\n  NOCACHE LOGGING  NOCOMPRESS  KEEP_DUPLICATES )"
-            for c in self.columns if c.type.is_lob)
+            for c in self.columns if c.type.is_lob and c.type.kind != "XMLTYPE")
+        lobs += "".join(
+            f' \n XMLTYPE COLUMN "{c.name}" STORE AS SECUREFILE BINARY XML (\n  TABLESPACE "USERS" ENABLE STORAGE IN '
+            "ROW 4000 CHUNK 8192\n  NOCACHE LOGGING  NOCOMPRESS  KEEP_DUPLICATES ) ALLOW NONSCHEMA DISALLOW ANYSCHEMA"
+            for c in self.columns if c.type.kind == "XMLTYPE")
         return (f"\n  CREATE TABLE {self.qualified} \n   (" + ", \n".join(lines)
                 + "\n   ) SEGMENT CREATION IMMEDIATE \n  PCTFREE 10 PCTUSED 40 INITRANS 1 MAXTRANS 255 \n"
                 " NOCOMPRESS LOGGING\n  STORAGE(INITIAL 65536 NEXT 1048576 MINEXTENTS 1 MAXEXTENTS 2147483645\n"
@@ -982,7 +992,7 @@ class SimulatedTransaction:
         if defn.primary_key and new_key != old_key:
             del state.pk_index[old_key]
             state.pk_index[new_key] = rowid
-        long_lobs = [c for c in new if defn.column(c).type.is_lob and db._lob_is_long(after[c])]
+        long_lobs = [c for c in new if db._lob_rows_needed(defn.column(c).type, after[c])]
         set_cols = tuple(c for c in new if c not in long_lobs)
         if set_cols:
             scn, ts = self._scn()
@@ -1197,6 +1207,18 @@ class SimulatedTransaction:
         self._end("rolled back")
 
 
+def _lob_class(t: OracleType) -> str:
+    """How an INSERT renders the column: "lob" (long values by LOB_WRITE), "xml" (always by XML rows),
+    "ext" (VARCHAR2/NVARCHAR2/RAW that may exceed the standard size: 32K rows), or ""."""
+    if t.kind == "XMLTYPE":
+        return "xml"
+    if t.is_lob:
+        return "lob"
+    if (t.kind in ("VARCHAR2", "NVARCHAR2") and (t.length or 0) > 4000) or (t.kind == "RAW" and (t.length or 0) > 2000):
+        return "ext"
+    return ""
+
+
 def _lob_vars(t: OracleType) -> tuple[str, str]:
     return {"CLOB": ("loc_c", "buf_c"), "NCLOB": ("loc_nc", "buf_nc"), "BLOB": ("loc_b", "buf_b")}[t.kind]
 
@@ -1304,7 +1326,7 @@ class SimulatedOracle:
         self._open_txns: dict[SimulatedTransaction, None] = {}
         self._faults: list[_Fault] = []
         self._lit_cache: dict[OracleType, Callable[[Any], str]] = {}
-        self._plans: dict[int, tuple[TableDef, list[tuple[str, str, Callable[[Any], str], bool, str]]]] = {}
+        self._plans: dict[int, tuple[TableDef, list[tuple[str, str, Callable[[Any], str], str, str]]]] = {}
         self.statements: list[str] = []  # every statement executed, normalised (for assertions)
 
     # ---- clocks -----------------------------------------------------------------------------------
@@ -1507,6 +1529,26 @@ class SimulatedOracle:
     def _lob_is_long(self, v: Any) -> bool:
         return v is not None and len(v) > self.lob_inline_max
 
+    def _ext_long(self, t: OracleType, v: Any) -> bool:
+        """An extended-string value (``MAX_STRING_SIZE=EXTENDED``) over the standard size: VARCHAR2 over
+        4000 bytes (AL32UTF8), NVARCHAR2 over 4000 (AL16UTF16), RAW over 2000."""
+        if v is None or self.max_string_size != "EXTENDED":
+            return False
+        if t.kind == "VARCHAR2":
+            return len(v) > 1000 and len(v.encode("utf-8")) > 4000
+        if t.kind == "NVARCHAR2":
+            return len(v) > 1000 and len(v.encode("utf-16-be")) > 4000
+        return t.kind == "RAW" and len(v) > 2000
+
+    def _lob_rows_needed(self, t: OracleType, v: Any) -> bool:
+        """The value is written by LOB-style rows after the DML row: XMLTYPE always, a LOB above
+        ``lob_inline_max``, an extended string over the standard size."""
+        if t.kind == "XMLTYPE":
+            return True
+        if t.is_lob:
+            return self._lob_is_long(v)
+        return self._ext_long(t, v)
+
     def _render_insert(self, defn: TableDef, row: Mapping[str, Any], lob_inline: bool = False,
                        names: Callable[[int, Column], str] | None = None,
                        lit: Callable[[Column, Any], str] | None = None) -> tuple[str, list[str]]:
@@ -1519,18 +1561,25 @@ class SimulatedOracle:
         if lit is None and names is None:
             plan = self._plans.get(id(defn))
             if plan is None or plan[0] is not defn:
-                plan = (defn, [(c.name, f'"{c.name}"', self._literal_fn(c.type), c.type.is_lob,
+                plan = (defn, [(c.name, f'"{c.name}"', self._literal_fn(c.type), _lob_class(c.type),
                                 "EMPTY_BLOB()" if c.type.kind == "BLOB" else "EMPTY_CLOB()") for c in defn.columns])
                 self._plans[id(defn)] = plan
             quoted = []
-            for name, qname, fn, is_lob, empty in plan[1][: len(cols)]:
+            for name, qname, fn, lob, empty in plan[1][: len(cols)]:
                 v = row.get(name)
+                if lob == "xml":  # never in the INSERT: XML_BEGIN/WRITE/END rows follow it
+                    if v is not None and not lob_inline:
+                        long_lobs.append(name)
+                    continue
                 quoted.append(qname)
                 if v is None:
                     vals.append("NULL")
-                elif is_lob and not lob_inline and len(v) > self.lob_inline_max:
+                elif lob == "lob" and not lob_inline and len(v) > self.lob_inline_max:
                     long_lobs.append(name)
                     vals.append(empty)
+                elif lob == "ext" and not lob_inline and self._ext_long(defn.column(name).type, v):
+                    long_lobs.append(name)
+                    vals.append("LM_EMPTY_STRING")  # the value follows as 32K_BEGIN/WRITE/END rows
                 else:
                     vals.append(fn(v))
             return (f"insert into {defn.qualified}(" + ",".join(quoted) + ") values (" + ",".join(vals) + ")",
@@ -1591,8 +1640,13 @@ class SimulatedOracle:
 
     def _lob_rows(self, tx: SimulatedTransaction, defn: TableDef, rowid: str, row: Mapping[str, Any], column: str,
                   value: str | bytes | None, old: str | bytes | None, force_trim: bool = False) -> list[int]:
-        """SELECT_LOB_LOCATOR, LOB_WRITE chunks, LOB_TRIM when shorter; returns the op codes written."""
+        """SELECT_LOB_LOCATOR, LOB_WRITE chunks, LOB_TRIM when shorter; returns the op codes written.
+        XMLTYPE and extended-string columns get their own rows (:meth:`_xml_rows`, :meth:`_ext_rows`)."""
         col = defn.column(column)
+        if col.type.kind == "XMLTYPE":
+            return self._xml_rows(tx, defn, rowid, row, column, value)  # type: ignore[arg-type]
+        if not col.type.is_lob:
+            return self._ext_rows(tx, defn, rowid, row, column, value)  # type: ignore[arg-type]
         loc, buf = _lob_vars(col.type)
         self._lob_locator(tx, defn, rowid, row, column)
         ops = [Q.OP_SELECT_LOB_LOCATOR]
@@ -1610,6 +1664,70 @@ class SimulatedOracle:
             self._record(tx, scn, ts, Q.OP_LOB_TRIM, defn, rowid, f" dbms_lob.trim({loc}, {len(value)});")
             ops.append(Q.OP_LOB_TRIM)
         return ops
+
+    def _xml_rows(self, tx: SimulatedTransaction, defn: TableDef, rowid: str, row: Mapping[str, Any], column: str,
+                  value: str | None) -> list[int]:
+        """XML_BEGIN naming the row, XML_WRITE fragments, XML_END (no SQL), as LogMiner writes an XMLTYPE
+        value (binary XML storage): quoted text chunks (``||``/``UNISTR`` like DML literals) up to
+        ``lob_inline_max`` characters, above that ``HEXTORAW`` chunks of the UTF-8 bytes (split anywhere,
+        even inside a character; the last one without its closing quote, an Oracle quirk Debezium
+        notes); ``XML_REDO := NULL`` for NULL."""
+        info = "XML sql_redo not re-executable"
+        where = " and ".join(self._cond(c, row.get(c.name)) for c in self._where_cols(defn, ())
+                             if not self._lob_rows_needed(c.type, row.get(c.name)))
+        sql = f'XML DOC BEGIN:  select "{column}" from {defn.qualified}' + (f" where {where}" if where else "")
+        step = max(1, self.lob_chunk)
+        writes: list[str]
+        if value is None:
+            writes = ["XML_REDO := NULL"]
+        elif len(value) <= self.lob_inline_max:
+            chunks = [value[i:i + step] for i in range(0, len(value), step)] or [""]
+            writes = [f"XML_REDO := {self._text_literal(c, False) if c else _quote(c)}\n amount: {len(c)}"
+                      for c in chunks]
+        else:
+            data = value.encode("utf-8")
+            writes = [f"XML_REDO := HEXTORAW('{data[i:i + step].hex().upper()}"
+                      f"{chr(39) if i + step < len(data) else ''}):{len(data[i:i + step])}"
+                      for i in range(0, len(data), step)]
+        scn, ts = tx._scn()
+        self._record(tx, scn, ts, Q.OP_XML_BEGIN, defn, rowid, sql, info=info)
+        for w in writes:
+            scn, ts = tx._scn()
+            self._record(tx, scn, ts, Q.OP_XML_WRITE, defn, rowid, w, info=info)
+        scn, ts = tx._scn()
+        self._record(tx, scn, ts, Q.OP_XML_END, defn, rowid, None)
+        return [Q.OP_XML_BEGIN] + [Q.OP_XML_WRITE] * len(writes) + [Q.OP_XML_END]
+
+    def _ext_rows(self, tx: SimulatedTransaction, defn: TableDef, rowid: str, row: Mapping[str, Any], column: str,
+                  value: str | bytes) -> list[int]:
+        """A VARCHAR2/NVARCHAR2/RAW value over the standard size (``MAX_STRING_SIZE=EXTENDED``), the way
+        Debezium's ExtendedStringParser reads it: 32K_BEGIN declares a temporary LOB and quotes the
+        UPDATE that sets the column from it, 32K_WRITE rows append ``lob_chunk`` characters (bytes for
+        RAW) to it, 32K_END runs the UPDATE."""
+        binary = isinstance(value, bytes)
+        conds = [self._cond(c, row.get(c.name), name=f'a."{c.name}"') for c in self._where_cols(defn, ())
+                 if c.name != column and not self._lob_rows_needed(c.type, row.get(c.name))]
+        stmt = f'update {defn.qualified} a set a."{column}" = :{column}' + (
+            " where " + " and ".join(conds) if conds else "") + ";"
+        decl = "TempLob BLOB;\n buf_b   RAW(32767);" if binary else "TempLob CLOB;\n buf_c   VARCHAR2(32767);"
+        begin = (f"DECLARE\n {decl}\n Stmt    CLOB;\nBEGIN\n DBMS_LOB.CreateTemporary(TempLob, FALSE);\n"
+                 f" Stmt := {_quote(stmt)};")
+        scn, ts = tx._scn()
+        self._record(tx, scn, ts, Q.OP_EXT_STRING_BEGIN, defn, rowid, begin)
+        ops = [Q.OP_EXT_STRING_BEGIN]
+        step = max(1, self.lob_chunk)
+        buf = "buf_b" if binary else "buf_c"
+        for i in range(0, len(value), step):
+            piece = value[i:i + step]
+            lit = f"HEXTORAW('{piece.hex().upper()}')" if isinstance(piece, bytes) else _quote(piece)
+            scn, ts = tx._scn()
+            self._record(tx, scn, ts, Q.OP_EXT_STRING_WRITE, defn, rowid,
+                         f"\n {buf} := {lit};\n DBMS_LOB.WRITEAPPEND(TempLob, {len(piece)}, {buf});")
+            ops.append(Q.OP_EXT_STRING_WRITE)
+        scn, ts = tx._scn()
+        self._record(tx, scn, ts, Q.OP_EXT_STRING_END, defn, rowid,
+                     "\n EXECUTE IMMEDIATE Stmt USING TempLob;\n DBMS_LOB.FreeTemporary(TempLob);\nEND;")
+        return [*ops, Q.OP_EXT_STRING_END]
 
     # ---- unknown objects (online catalog after DDL) ----------------------------------------------
 
