@@ -81,6 +81,10 @@ class SourceConfig(_CapturedTables):
     snapshot: SnapshotOptions = Field(default_factory=SnapshotOptions)
 
 
+# Snapshots pass it as 'false' to the Oracle JDBC driver (ORA-01882 otherwise): checklist item 27.
+TIMEZONE_AS_REGION = "oracle.jdbc.timezoneAsRegion"
+
+
 class OracleMiningOptions(_Strict):
     """LogMiner settings (names follow Debezium's ``log.mining.*`` where one exists)."""
 
@@ -100,10 +104,28 @@ class OracleMiningOptions(_Strict):
     flush_table: str | None = Field("CDCLAKE_FLUSH", description="table whose update forces LGWR to flush redo")
     exclude_users: list[str] = Field(default_factory=list, description="users whose changes are not captured")
 
+    @field_validator("dictionary", mode="before")
+    @classmethod
+    def _no_hybrid(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() == "hybrid":
+            raise ValueError("'hybrid' (Debezium's online catalog with a schema-history fallback) is not supported; "
+                             "use online_catalog or redo_log_catalog")
+        return value
+
     @model_validator(mode="after")
     def _batch_sizes_ordered(self) -> OracleMiningOptions:
         if not self.batch_size_min <= self.batch_size_default <= self.batch_size_max:
             raise ValueError("batch_size_min <= batch_size_default <= batch_size_max must hold")
+        return self
+
+    @model_validator(mode="after")
+    def _dictionary_and_flush_rules(self) -> OracleMiningOptions:
+        if self.dictionary == "redo_log_catalog" and self.lob:
+            raise ValueError("dictionary: redo_log_catalog cannot be combined with lob: true (LOB reassembly is only "
+                             "supported with the online catalog); set lob: false or dictionary: online_catalog")
+        if not self.flush_table and not self.archive_log_only:
+            raise ValueError("flush_table: null would let mining read online redo that LGWR has not written yet "
+                             "(and lose it); name a flush table, or set archive_log_only: true")
         return self
 
 
@@ -139,6 +161,16 @@ class OracleSourceConfig(_CapturedTables):
     mining: OracleMiningOptions = Field(default_factory=OracleMiningOptions)
     snapshot: OracleSnapshotOptions = Field(default_factory=OracleSnapshotOptions)
     export: OracleExportOptions | None = None
+
+    @field_validator("jdbc_options")
+    @classmethod
+    def _timezone_as_offset(cls, options: dict[str, str]) -> dict[str, str]:
+        value = options.get(TIMEZONE_AS_REGION)
+        if value is not None and value.strip().lower() != "false":
+            raise ValueError(f"{TIMEZONE_AS_REGION}: {value!r} would make the JDBC driver send the session time "
+                             "zone as a region name, which fails with ORA-01882 (timezone region not found) when "
+                             "the database's time zone file lacks it; cdclake sets it to 'false': remove the key")
+        return options
 
     @model_validator(mode="after")
     def _mode_complete(self) -> OracleSourceConfig:

@@ -17,7 +17,7 @@ def make_source(config: PipelineConfig) -> Source:
     if config.source.type == "oracle":
         from cdclake.sources.oracle.source import OracleSource
 
-        return OracleSource(config.source, config.mining)
+        return OracleSource(config.source, config.mining, pipeline_id=f"{config.pipeline}@{config.lake.root}")
     raise ConfigError(f"source.type: {config.source.type!r} is not supported", "use mysql, mariadb or oracle")
 
 

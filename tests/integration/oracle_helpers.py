@@ -39,13 +39,14 @@ def oracle_yaml(lake: Path, name: str = "ora", include: str = r"APP\..*", mining
 def oracle_pipeline(spark: Any, db: SimulatedOracle, lake: Path, **kw: Any) -> Pipeline:
     config = load_config_text(oracle_yaml(lake, **kw))
     source = OracleSource(config.source, config.mining, connect=db.connect,  # type: ignore[arg-type]
-                          snapshot_reader=flashback_reader(db))
+                          snapshot_reader=flashback_reader(db), pipeline_id=f"{config.pipeline}@{config.lake.root}")
     return Pipeline(config, source, spark)
 
 
 def assert_lake_equals_simulated(spark: Any, pipeline: Pipeline, db: SimulatedOracle,
-                                 tables: list[str] | None = None) -> None:
-    """Every captured table in the lake equals the simulated source's committed state, row by row.
+                                 tables: list[str] | None = None, scn: int | None = None) -> None:
+    """Every captured table in the lake equals the simulated source's committed state (now, or as of
+    ``scn``), row by row.
 
     The expected rows are the simulator's own values (its canonical text), converted with the
     lake's type mapping; the schema is the one the pipeline's schema history holds now.
@@ -59,7 +60,8 @@ def assert_lake_equals_simulated(spark: Any, pipeline: Pipeline, db: SimulatedOr
         schema = latest[table].schema
         assert schema is not None, f"{table} is dropped in the schema history"
         cols = [f"`{c}`" for c in schema.column_names]
-        expected = read(spark, schema, db.current_scn).selectExpr(*typed_select(pipeline.source.types, schema))
+        expected = read(spark, schema, db.current_scn if scn is None else scn).selectExpr(
+            *typed_select(pipeline.source.types, schema))
         lake = spark.read.format("delta").load(pipeline.layout.target(table))
         if "__deleted" in lake.columns:
             lake = lake.where("NOT `__deleted`")

@@ -98,10 +98,12 @@ def test_every_queries_statement_is_answered() -> None:
         "TABLE_DDL": {"name": "T", "owner": "APP"}, "ARCHIVED_LOGS": {"dest_id": 1, "lo": 0},
         "OLDEST_ARCHIVED_SCN": {"dest_id": 1}, "SCN_TIMES": {"lo": scn, "hi": scn},
         "FLUSH_TABLE_EXISTS": {"name": "CDCLAKE_FLUSH"}, "FLUSH": {"scn": scn},
+        "DICTIONARY_LOGS": {"dest_id": 1, "lo": scn}, "DICTIONARY_CLAIM_INSERT": {"pipeline": "p@/lake"},
     }
     fmt = {"TABLES": {"system_schemas": Q.sql_list(Q.SYSTEM_SCHEMAS)}, "LOCK_TABLE": {"owner": "APP", "table": "T"},
            "FLUSH_TABLE_CREATE": {"table": "CDCLAKE_FLUSH"}, "FLUSH_TABLE_INIT": {"table": "CDCLAKE_FLUSH"},
-           "FLUSH": {"table": "CDCLAKE_FLUSH"}}
+           "FLUSH": {"table": "CDCLAKE_FLUSH"}, "DICTIONARY_CLAIM_CREATE": {"table": "CLAIM"},
+           "DICTIONARY_CLAIM_READ": {"table": "CLAIM"}, "DICTIONARY_CLAIM_INSERT": {"table": "CLAIM"}}
     order = ["FLUSH_TABLE_EXISTS", "FLUSH_TABLE_CREATE", "FLUSH_TABLE_INIT", "FLUSH"]
     names = order + [n for n in logminer_sim._HANDLED if n not in order and n not in (
         "ADD_LOGFILE", "START_LOGMNR", "END_LOGMNR")]
@@ -114,6 +116,8 @@ def test_every_queries_statement_is_answered() -> None:
     assert results["FLUSH_TABLE_EXISTS"] == [(0,)]
     assert results["CURRENT_SCN"][0][0] >= scn
     assert results["DATABASE_INFO"] == [("ORCL", "ARCHIVELOG", "YES", "NO", "NO")]
+    assert results["DATABASE_ROLE"] == [(1_620_554_931, "PRIMARY", "READ WRITE")]
+    assert results["DICTIONARY_LOGS"] == [] and results["DICTIONARY_CLAIM_READ"] == []
     assert results["VERSION"] == [("19.0.0.0.0",)]
     assert ("LOGMINING",) in results["SESSION_PRIVILEGES"] and ("SELECT_CATALOG_ROLE",) in results["SESSION_ROLES"]
     assert results["SESSION_USER"] == [("C##CDC",)]

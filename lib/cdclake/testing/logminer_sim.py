@@ -1235,6 +1235,7 @@ class _Fault:
     message: str
     times: int
     after_rows: int | None
+    action: Callable[[], None] | None = None  # run_next: do this instead of failing
 
 
 # ---- the database -----------------------------------------------------------------------------------
@@ -1273,6 +1274,8 @@ class SimulatedOracle:
         shuffle_where: bool = False,
         omit_trailing_nulls: bool = True,
         track_dictionary: bool = False,
+        dbid: int = 1_620_554_931,
+        database_role: str = "PRIMARY",
         seed: int = 0,
     ) -> None:
         self.start_scn = start_scn
@@ -1304,6 +1307,10 @@ class SimulatedOracle:
         self.shuffle_where = shuffle_where
         self.omit_trailing_nulls = omit_trailing_nulls
         self.track_dictionary = track_dictionary
+        # V$DATABASE identity and Data Guard role; a LOGICAL STANDBY's guard refuses the session's DML/DDL.
+        self.dbid = dbid
+        self.database_role = database_role
+        self.open_mode = "READ WRITE"
         self.auto_archive = auto_archive
         self.rng = random.Random(seed)
         self.archive_dests: list[ArchiveDest] = [ArchiveDest(1, "LOG_ARCHIVE_DEST_1")]
@@ -2153,6 +2160,13 @@ class SimulatedOracle:
         """
         self._faults.append(_Fault(target.strip(), error_text, times, after_rows))
 
+    def run_next(self, target: str, action: Callable[[], None], times: int = 1,
+                 after_rows: int | None = None) -> None:
+        """Run ``action`` (e.g. a log switch) just before the next ``times`` statements matching ``target``
+        (as in :meth:`fail_next`) execute, or, with ``after_rows``, once the fetch that delivers row
+        ``after_rows + 1`` has read its rows: the fetches after it see what ``action`` changed."""
+        self._faults.append(_Fault(target.strip(), "", times, after_rows, action))
+
     def _take_fault(self, kind: str, statement: str | None = None) -> _Fault | None:
         for f in self._faults:
             t = f.target.upper()
@@ -2227,7 +2241,8 @@ _HANDLED = (
     "MAX_STRING_SIZE", "ALL_COLUMN_LOGGING", "TABLES", "TABLE_DDL", "LOCK_TABLE", "OLDEST_OPEN_TRANSACTION",
     "THREADS", "ARCHIVE_DESTINATIONS", "ONLINE_LOGS", "ARCHIVED_LOGS", "OLDEST_ARCHIVED_SCN", "SCN_TIMES",
     "FLUSH_TABLE_EXISTS", "FLUSH_TABLE_CREATE", "FLUSH_TABLE_INIT", "FLUSH", "ADD_LOGFILE", "START_LOGMNR",
-    "END_LOGMNR", "BUILD_DICTIONARY",
+    "END_LOGMNR", "BUILD_DICTIONARY", "DATABASE_ROLE", "DICTIONARY_LOGS", "DICTIONARY_CLAIM_CREATE",
+    "DICTIONARY_CLAIM_READ", "DICTIONARY_CLAIM_INSERT",
 )
 _STATEMENT_START = re.compile(r"\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|ALTER|DROP|BEGIN|DECLARE|LOCK|MERGE|TRUNCATE)\b",
                               re.IGNORECASE)
@@ -2486,6 +2501,7 @@ class _Session:
     endscn: int = MAX_SCN
     options: frozenset[str] = frozenset()
     stale: dict[int, TableDef | None] = field(default_factory=dict)
+    online: dict[int, int] = field(default_factory=dict)  # file key -> group, for files added by member name
 
 
 @dataclass
@@ -2597,7 +2613,11 @@ class SimulatedCursor:
             raise _db_error("DPY-1003: the executed statement does not return rows")
         rows = list(self._it) if n is None else list(itertools.islice(self._it, n))
         f = self._fault
-        if f is not None and f.after_rows is not None and self._fetched + len(rows) > f.after_rows:
+        if f is not None and f.action is not None and f.after_rows is not None \
+                and self._fetched + len(rows) > f.after_rows:
+            self._fault = None
+            f.action()
+        elif f is not None and f.after_rows is not None and self._fetched + len(rows) > f.after_rows:
             self._it = None
             self.connection._raise(f.message)
         self._fetched += len(rows)
@@ -2730,7 +2750,12 @@ class SimulatedConnection:
         self._session = _Session()
         self._open = False
 
+    def _guard(self) -> None:
+        if self._db.database_role == "LOGICAL STANDBY":
+            raise _db_error("ORA-16224: Database Guard is enabled")
+
     def _transaction(self) -> SimulatedTransaction:
+        self._guard()
         if self._tx is None or self._tx.state != "open":
             self._tx = self._db.begin(thread=self.thread, username=self.username, pdb=self.container)
         return self._tx
@@ -2756,6 +2781,9 @@ class SimulatedConnection:
                 raise _db_error("ORA-00933: SQL command not properly ended")
             raise UnknownStatementError(f"the LogMiner simulator does not answer this statement: {norm}")
         fault = db._take_fault(kind, norm)
+        if fault is not None and fault.action is not None and fault.after_rows is None:
+            fault.action()
+            fault = None
         if fault is not None and fault.after_rows is None:
             self._raise(fault.message)
         result = getattr(self, f"_q_{kind.lower()}")(groups, binds)
@@ -2875,6 +2903,7 @@ class SimulatedConnection:
         return self._rows("FLUSH_TABLE_EXISTS", [(n,)])
 
     def _q_flush_table_create(self, g: dict[str, str], b: dict[str, Any]) -> _Result:
+        self._guard()
         owner, name = _table_name(g["table"], self.username)
         if self._tx is not None and self._tx.state == "open":  # DDL commits the session's transaction
             self._tx.commit()
@@ -2905,6 +2934,8 @@ class SimulatedConnection:
         if log.key in self._session.files:
             raise _db_error(f"ORA-01289: cannot add duplicate logfile {name}")
         self._session.files[log.key] = log
+        if name == self._db.member_name(log.group) and self._db.is_online(log):
+            self._session.online[log.key] = log.group  # read from the group: it may be overwritten later
         return _Result([], None, 1)
 
     def _q_start_logmnr(self, g: dict[str, str], b: dict[str, Any]) -> _Result:
@@ -2934,6 +2965,15 @@ class SimulatedConnection:
         has_dictionary = any(f.dictionary and f.first_change <= lo for f in s.files.values())
         if "DICT_FROM_REDO_LOGS" in options and not has_dictionary:
             raise _db_error("ORA-01371: Complete LogMiner dictionary not found")
+        if "DICT_FROM_REDO_LOGS" in options:  # DDL tracking reads every log of its thread from the dictionary on
+            d = max((f for f in s.files.values() if f.dictionary and f.first_change <= lo),
+                    key=lambda f: f.first_change)
+            gaps = [(log.thread, log.sequence) for log in db.logs(d.thread) if log.covers(d.first_change, hi)
+                    and log.key not in s.files]
+            if gaps:
+                err = _db_error("ORA-01291: missing logfile")
+                err.missing = gaps  # type: ignore[attr-defined]
+                raise err
         s.started, s.startscn, s.endscn, s.options = True, lo, hi, frozenset(options)
         s.stale = {}
         if db.track_dictionary and "DICT_FROM_REDO_LOGS" not in options:
@@ -2953,6 +2993,41 @@ class SimulatedConnection:
         db._advance(10, db.time_step)
         db._threads[self.thread].current.dictionary = True
         return _Result([], None, 0)
+
+    def _q_database_role(self, g: dict[str, str], b: dict[str, Any]) -> _Result:
+        db = self._db
+        return self._rows("DATABASE_ROLE", [(db.dbid, db.database_role, db.open_mode)])
+
+    def _q_dictionary_logs(self, g: dict[str, str], b: dict[str, Any]) -> _Result:
+        dest, lo = int(self._bind(b, "dest_id")), int(self._bind(b, "lo"))
+        rows = [(log.first_change, log.next_change, "YES", "YES") for log in self._db.logs()
+                if log.dictionary and dest in log.archived and dest not in log.deleted
+                and log.next_change is not None and log.next_change <= lo]
+        return self._rows("DICTIONARY_LOGS", sorted(rows, key=lambda r: -r[0]))
+
+    def _q_dictionary_claim_create(self, g: dict[str, str], b: dict[str, Any]) -> _Result:
+        self._guard()
+        owner, name = _table_name(g["table"], self.username)
+        if (owner, name) in self._db._tables:
+            raise _db_error("ORA-00955: name is already used by an existing object")
+        if self._tx is not None and self._tx.state == "open":  # DDL commits the session's transaction
+            self._tx.commit()
+            self._tx = None
+        self._db.create_table(owner, name, [("SLOT", "NUMBER(1,0)"), ("PIPELINE", "VARCHAR2(1000)")], ["SLOT"],
+                              supplemental_all=False, supplemental_pk=False,
+                              ddl_text=Q.DICTIONARY_CLAIM_CREATE.format(table=g["table"]), thread=self.thread,
+                              username=self.username, pdb=self.container)
+        return _Result([], None, 0)
+
+    def _q_dictionary_claim_read(self, g: dict[str, str], b: dict[str, Any]) -> _Result:
+        owner, name = _table_name(g["table"], self.username)
+        rows = [(r["PIPELINE"],) for r in self._db.rows(owner, name) if r["SLOT"] == 1]
+        return self._rows("DICTIONARY_CLAIM_READ", rows)
+
+    def _q_dictionary_claim_insert(self, g: dict[str, str], b: dict[str, Any]) -> _Result:
+        owner, name = _table_name(g["table"], self.username)
+        self._transaction().insert(owner, name, {"SLOT": 1, "PIPELINE": self._bind(b, "pipeline")})
+        return _Result([], None, 1)
 
     def _q_contents(self, g: dict[str, str], b: dict[str, Any]) -> _Result:
         s = self._session
@@ -2990,6 +3065,9 @@ class SimulatedConnection:
         recs = db._recs
         a, b = bisect.bisect_right(db._scns, low), bisect.bisect_right(db._scns, high)
         files = frozenset(s.files)
+        # Files added by an online member name: (group -> sequence map, group, sequence, member).
+        online = {k: (db._threads[s.files[k].thread].group_seq, grp, s.files[k].sequence, db.member_name(grp))
+                  for k, grp in s.online.items()}
         flushed = db._flushed_eid
         stale = s.stale
         delimiter = "NO_SQL_DELIMITER" not in s.options
@@ -3001,6 +3079,11 @@ class SimulatedConnection:
                 rec = recs[i]
                 if rec[2] >= flushed or rec[3] not in files:
                     continue
+                if online:
+                    w = online.get(rec[3])
+                    if w is not None and w[0].get(w[1]) != w[2]:  # the group was reused: another sequence
+                        raise _db_error(f"ORA-00310: archived log contains sequence {w[0].get(w[1])}; sequence "
+                                        f"{w[2]} required\nORA-00334: archived log: '{w[3]}'")
                 if plain:
                     out = rec[0]
                     if pred is None or pred(out, rec[4]):

@@ -36,6 +36,10 @@ log = logging.getLogger(__name__)
 _CONNECTION_LOST = ("DPY-4011", "DPY-1001", "DPI-1080", "ORA-03113", "ORA-03114", "ORA-03135", "ORA-12170",
                     "ORA-12537", "ORA-12547", "ORA-01012", "ORA-02396", "ORA-00028")
 _LOG_MISSING = ("ORA-01291", "ORA-01292", "ORA-00308", "ORA-01284", "ORA-01289")
+# An online log was archived and its group reused (overwritten) while a session read it.
+_LOG_OVERWRITTEN = ("ORA-00310", "ORA-00334", "ORA-00368", "ORA-00353")
+# Sessions of one batch started over on a fresh log list before a missing/overwritten log is an error.
+LOG_LIST_ATTEMPTS = 3
 
 RAW_COLUMNS = [c.replace("#", "") if c == "THREAD#" else c for c in Q.CONTENTS_COLUMNS]  # THREAD# -> THREAD
 
@@ -81,6 +85,16 @@ class MinedRaw:
 def is_connection_lost(exc: BaseException) -> bool:
     text = str(exc)
     return any(code in text for code in _CONNECTION_LOST)
+
+
+class _LogsChanged(Exception):
+    """The listed log files changed under a batch (archived and reused, or removed): list them again.
+
+    ``error`` is what the operator sees when a fresh list does not help either."""
+
+    def __init__(self, error: PositionLostError) -> None:
+        super().__init__(error.problem)
+        self.error = error
 
 
 class LogMinerClient:
@@ -181,6 +195,19 @@ class LogMinerClient:
             return scn
         return int(self.with_retry("reading the current SCN", plan))
 
+    def database_identity(self) -> tuple[int, str, str]:
+        """DBID, DATABASE_ROLE and OPEN_MODE of the database the miner talks to."""
+        dbid, role, open_mode = self.with_retry("reading the database role", lambda: self.query(Q.DATABASE_ROLE))[0]
+        return int(dbid), str(role).upper(), str(open_mode).upper()
+
+    def build_dictionary(self) -> tuple[int, int]:
+        """``DBMS_LOGMNR_D.BUILD`` into the redo; the SCNs read just before and just after it."""
+        def build() -> tuple[int, int]:
+            before = self.current_scn()
+            self.execute(Q.BUILD_DICTIONARY)
+            return before, self.current_scn()
+        return self.with_retry("building the LogMiner dictionary", build)
+
     def oldest_open_transaction_scn(self) -> int | None:
         value = self.with_retry("reading open transactions", lambda: self.query(Q.OLDEST_OPEN_TRANSACTION))[0][0]
         return None if value is None else int(value)
@@ -189,6 +216,10 @@ class LogMinerClient:
 
     def _threads(self) -> list[Thread]:
         return [Thread(int(t), str(s), str(e)) for t, s, e in self.query(Q.THREADS)]
+
+    def archive_destination(self) -> int:
+        """DEST_ID of the archive destination mining reads (checked: a configured one must be VALID LOCAL)."""
+        return self._destination()
 
     def _destination(self) -> int:
         if self._dest_id is None:
@@ -220,6 +251,44 @@ class LogMinerClient:
     def logs_for(self, lo: int, hi: int) -> list[LogFile]:
         return covering_logs(self._available_logs(lo), self._threads(), lo, hi)
 
+    def _archived_dictionary(self, lo: int) -> int | None:
+        """The SCN after which the newest archived dictionary ending at or before ``lo`` starts."""
+        dest = self._destination()
+        if dest < 0:
+            return None
+        rows = self.query(Q.DICTIONARY_LOGS, dest_id=dest, lo=lo + 1)
+        end = next((r for r in rows if str(r[3]).upper() == "YES"), None)
+        if end is None:
+            return None
+        begin = next((r for r in rows if str(r[2]).upper() == "YES" and int(r[0]) <= int(end[0])), None)
+        return None if begin is None else int(begin[0]) - 1
+
+    def batch_dictionary(self, lo: int, tracked: tuple[int, int] | None) -> tuple[str, int, int | None]:
+        """How a batch from ``lo`` gets its dictionary: (START_OPTIONS key, add logs from SCN, cap on hi).
+
+        ``redo_log_catalog`` needs a dictionary build wholly below ``lo``: the one the position tracks
+        (built at the snapshot or when the window was planned) or the newest archived one. Redo below
+        the snapshot's build (early changes of transactions open at the snapshot) is read with the
+        online catalog: no dictionary of the redo exists for it.
+        """
+        if self.settings.dictionary != "redo_log_catalog":
+            return self.settings.dictionary, lo, None
+        candidates = [tracked[0]] if tracked is not None and tracked[1] <= lo else []
+        archived = self._archived_dictionary(lo)
+        if archived is not None:
+            candidates.append(archived)
+        if candidates:
+            return "redo_log_catalog", min(max(candidates), lo), None
+        if tracked is not None and lo < tracked[1]:
+            return "online_catalog", lo, tracked[1]
+        raise PositionLostError(
+            f"no LogMiner dictionary in the redo at or before SCN {lo} (source.mining.dictionary: redo_log_catalog "
+            "decodes redo with a DBMS_LOGMNR_D.BUILD written before it; none is available for this position)",
+            "re-snapshot the tables with dictionary: redo_log_catalog set (the snapshot builds the dictionary), or "
+            "set source.mining.dictionary: online_catalog; if archived logs holding a build were purged, restore "
+            "them",
+        )
+
     def check_available(self, lo: int) -> None:
         self.with_retry("listing redo logs", lambda: self.logs_for(lo, lo + 1))
 
@@ -237,8 +306,10 @@ class LogMinerClient:
     # ---- mining ----------------------------------------------------------------------------------
 
     def mine(self, lo: int, hi: int, owners: list[str], excluded_users: list[str], window_id: int,
-             sink: RawSink, max_rows: int | None = None) -> MinedRaw:
-        """Mine ``(lo, hi]`` into ``sink``; stop after the batch that passes ``max_rows`` rows."""
+             sink: RawSink, max_rows: int | None = None, dictionary: tuple[int, int] | None = None) -> MinedRaw:
+        """Mine ``(lo, hi]`` into ``sink``; stop after the batch that passes ``max_rows`` rows.
+
+        ``dictionary``: the dictionary build the position tracks (``redo_log_catalog``)."""
         sql = Q.contents_query(owners, excluded_users, self.settings.lob, self.settings.pdb)
         s = self.settings
         size = s.batch_size_default
@@ -248,10 +319,9 @@ class LogMinerClient:
         while batch_lo < hi:
             batch_hi = min(hi, batch_lo + size)
             number = len(out.batches)
-            report = self.with_retry(
-                f"mining SCN {batch_lo + 1}..{batch_hi}",
-                lambda a=batch_lo, b=batch_hi, n=number: self._mine_batch(sql, a, b, window_id, out, sink, n),
-            )
+            report = self._mine_batch_listing_again(sql, batch_lo, batch_hi, window_id, out, sink, number,
+                                                    dictionary)
+            batch_hi = report.hi  # lower when the batch stopped where a dictionary takes over
             out.batches.append(report)
             out.rows += report.rows
             out.hi = batch_hi
@@ -271,8 +341,25 @@ class LogMinerClient:
             batch_lo = batch_hi
         return out
 
+    def _mine_batch_listing_again(self, sql: str, lo: int, hi: int, window_id: int, out: MinedRaw, sink: RawSink,
+                                  number: int, dictionary: tuple[int, int] | None) -> BatchReport:
+        """One batch; when its log files changed under it (an online log archived and overwritten
+        between the listing and the read, a file removed) it starts over on a fresh list: the
+        archived copy replaces the reused online log. Batch bounds never change, so rows are not
+        duplicated (the sink discards the failed attempt's rows)."""
+        for attempt in range(1, LOG_LIST_ATTEMPTS + 1):
+            try:
+                return self.with_retry(f"mining SCN {lo + 1}..{hi}",
+                                       lambda: self._mine_batch(sql, lo, hi, window_id, out, sink, number, dictionary))
+            except _LogsChanged as changed:
+                if attempt == LOG_LIST_ATTEMPTS:
+                    raise changed.error from changed.__cause__
+                log.warning("log files changed while mining SCN %d..%d (%s); listing them again", lo + 1, hi,
+                            changed)
+        raise AssertionError("unreachable")
+
     def _mine_batch(self, sql: str, lo: int, hi: int, window_id: int, out: MinedRaw, sink: RawSink,
-                    number: int) -> BatchReport:
+                    number: int, dictionary: tuple[int, int] | None = None) -> BatchReport:
         import pyarrow as pa
 
         first_idx = out.rows
@@ -280,30 +367,40 @@ class LogMinerClient:
         ddl: list[dict[str, Any]] = []
         commits: dict[int, int] = {}
 
-        files = self.logs_for(lo, hi)
+        mode, files_from, cap = self.batch_dictionary(lo, dictionary)
+        if cap is not None and cap < hi:
+            hi = cap  # the rest of the batch is mined with the dictionary (callers see report.hi)
+        files = self.logs_for(files_from, hi)
         sink.discard(number)  # rows of an attempt that lost its connection
         for f in files:
             try:
                 self.execute(Q.ADD_LOGFILE, name=f.name)
             except Exception as exc:
                 if any(code in str(exc) for code in _LOG_MISSING):
-                    raise PositionLostError(
+                    raise _LogsChanged(PositionLostError(
                         f"redo log {f.name} (thread {f.thread}, sequence {f.sequence}, SCN "
                         f"{f.first_change}..{f.next_change - 1}) cannot be added to LogMiner: {exc}",
                         "the file was removed after it was listed; restore it into the archive destination "
                         "and run again, or re-snapshot",
-                    ) from exc
+                    )) from exc
                 raise
-        options = Q.START_OPTIONS[self.settings.dictionary]
+        options = Q.START_OPTIONS[mode]
         rows = 0
         try:
             try:
                 self.execute(Q.START_LOGMNR.format(options=options), lo=lo, hi=hi)
             except Exception as exc:
                 if any(code in str(exc) for code in _LOG_MISSING):
-                    raise PositionLostError(
+                    raise _LogsChanged(PositionLostError(
                         f"LogMiner cannot mine SCN {lo + 1}..{hi}: {exc}",
                         "restore the missing archived logs for this SCN range and run again, or re-snapshot",
+                    )) from exc
+                if "ORA-01371" in str(exc):
+                    raise PositionLostError(
+                        f"LogMiner found no complete dictionary in the redo logs added for SCN {lo + 1}..{hi} "
+                        f"(from SCN {files_from + 1}): {exc}",
+                        "re-snapshot the tables with source.mining.dictionary: redo_log_catalog (the snapshot "
+                        "builds the dictionary), or set source.mining.dictionary: online_catalog",
                     ) from exc
                 raise
             cur = self.conn.cursor()
@@ -327,6 +424,16 @@ class LogMinerClient:
                         pending, pending_rows = [], 0
                 if pending:
                     sink.write(number, pa.concat_tables(pending))
+            except Exception as exc:
+                if any(code in str(exc) for code in _LOG_OVERWRITTEN):
+                    raise _LogsChanged(PositionLostError(
+                        f"an online redo log was overwritten while SCN {lo + 1}..{hi} was read from it, again "
+                        f"after {LOG_LIST_ATTEMPTS} fresh log lists: {exc}",
+                        "the redo logs switch faster than a batch is read: add or enlarge online redo log "
+                        "groups, lower source.mining.batch_size_max, or set source.mining.archive_log_only: "
+                        "true; then run again (the window resumes)",
+                    )) from exc
+                raise
             finally:
                 cur.close()
         except BaseException:

@@ -5,6 +5,10 @@ with the window ``SCN > resume_scn``: normally ``resume_scn == scn``; after a sn
 when transactions were open at the snapshot SCN (their early changes lie below it), and changes
 committed at or below ``scn`` are then skipped. ``commit_scn`` keeps the newest commit SCN seen per
 redo thread (RAC) and ``low_watermark`` the SCN below which no open transaction has changes.
+``dbid``/``role`` name the database the lineage of SCNs belongs to (from the snapshot): mining never
+continues a position on another database. ``dictionary`` is ``(before, after)``, the SCNs read just
+before and after the newest LogMiner dictionary build (``redo_log_catalog``) that precedes the position:
+sessions add the logs from ``before`` and use it for SCNs above ``after``.
 
 SCNs are compared as integers, never as text (``"3245675000" > "324567897"`` only numerically).
 
@@ -44,6 +48,9 @@ class ScnPosition(Position):
     resume_scn: int | None = None
     commit_scn: dict[int, int] = field(default_factory=dict)  # redo thread -> newest commit SCN
     low_watermark: int | None = None
+    dbid: int | None = None
+    role: str | None = None
+    dictionary: tuple[int, int] | None = None
 
     def __hash__(self) -> int:
         return hash((self.scn, self.resume_scn))
@@ -63,17 +70,24 @@ class ScnPosition(Position):
             "resume_scn": None if self.resume_scn is None else str(self.resume_scn),
             "commit_scn": {str(t): str(s) for t, s in sorted(self.commit_scn.items())},
             "low_watermark": None if self.low_watermark is None else str(self.low_watermark),
+            **({} if self.dbid is None else {"dbid": str(self.dbid), "role": self.role}),
+            **({} if self.dictionary is None else {"dictionary": [str(s) for s in self.dictionary]}),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ScnPosition:
         resume = data.get("resume_scn")
         low = data.get("low_watermark")
+        dbid = data.get("dbid")
+        dictionary = data.get("dictionary")
         return cls(
             int(data["scn"]),
             None if resume in (None, "") else int(resume),
             {int(t): int(s) for t, s in (data.get("commit_scn") or {}).items()},
             None if low in (None, "") else int(low),
+            None if dbid in (None, "") else int(dbid),
+            data.get("role"),
+            None if not dictionary else (int(dictionary[0]), int(dictionary[1])),
         )
 
     def describe(self) -> str:
@@ -82,12 +96,13 @@ class ScnPosition(Position):
             text += f" (mining from SCN {self.resume_scn})"
         return text
 
-    def after_window(self, hi: int, commit_scn: Mapping[int, int], low_watermark: int | None) -> ScnPosition:
-        """The position after mining ``(mine_from, hi]``."""
+    def after_window(self, hi: int, commit_scn: Mapping[int, int], low_watermark: int | None,
+                     dictionary: tuple[int, int] | None = None) -> ScnPosition:
+        """The position after mining ``(mine_from, hi]`` (same database; a newer dictionary if given)."""
         merged = dict(self.commit_scn)
         for thread, scn in commit_scn.items():
             merged[thread] = max(scn, merged.get(thread, 0))
-        return ScnPosition(hi, None, merged, low_watermark)
+        return ScnPosition(hi, None, merged, low_watermark, self.dbid, self.role, dictionary or self.dictionary)
 
 
 @dataclass(frozen=True)

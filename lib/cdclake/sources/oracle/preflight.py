@@ -13,9 +13,11 @@ REQUIRED_PRIVILEGES = ("CREATE SESSION", "SELECT ANY TRANSACTION", "FLASHBACK AN
 REQUIRED_ROLES = ("SELECT_CATALOG_ROLE", "EXECUTE_CATALOG_ROLE")
 
 
-def check(client: Any, pdb: str | None, captured: list[str], user: str) -> dict[str, Any]:
+def check(client: Any, pdb: str | None, captured: list[str], user: str, *,
+          archive_log_only: bool = False) -> dict[str, Any]:
     """Raise :class:`PreflightError` for the first problem; return the facts checked."""
     name, log_mode, supp_min, supp_all, cdb = client.query(Q.DATABASE_INFO)[0]
+    dbid, role, open_mode = check_role(client, str(name), archive_log_only)
     if str(log_mode).upper() != "ARCHIVELOG":
         raise PreflightError(
             f"database {name} is in {log_mode} mode: redo is not archived, so LogMiner cannot mine past a log "
@@ -63,4 +65,31 @@ def check(client: Any, pdb: str | None, captured: list[str], user: str) -> dict[
                 + (" ..." if len(lacking) > 10 else ""),
                 sql + ";" + (" (and the same for the others)" if len(lacking) > 10 else ""),
             )
-    return {"database": name, "version": version, "cdb": is_cdb}
+    return {"database": name, "version": version, "cdb": is_cdb, "dbid": dbid, "role": role}
+
+
+def check_role(client: Any, name: str, archive_log_only: bool) -> tuple[int, str, str]:
+    """Data Guard role: only a primary (or a logical standby, archived logs only) can be mined."""
+    dbid, role, open_mode = client.query(Q.DATABASE_ROLE)[0]
+    dbid, role, open_mode = int(dbid), str(role).upper(), str(open_mode).upper()
+    where = f"database {name} (DBID {dbid}) is a {role} ({open_mode})"
+    if role == "PHYSICAL STANDBY":
+        raise PreflightError(
+            f"{where}: a physical standby cannot be mined (LogMiner with the online catalog needs an open "
+            "primary, and its redo is the primary's)",
+            "mine the primary: point source.dsn at it; after a failover, promote the standby (ALTER DATABASE "
+            "FAILOVER TO ... / ACTIVATE STANDBY DATABASE): as PRIMARY with the same DBID it continues from the "
+            "pipeline's checkpoint",
+        )
+    if role in ("SNAPSHOT STANDBY", "FAR SYNC"):
+        why = ("its changes are discarded when it converts back to a physical standby" if role == "SNAPSHOT STANDBY"
+               else "a far sync instance has no data files")
+        raise PreflightError(f"{where}: it cannot be mined ({why})", "mine the primary: point source.dsn at it")
+    if role == "LOGICAL STANDBY" and not archive_log_only:
+        raise PreflightError(
+            f"{where}: its database guard blocks the flush table the miner commits to (ORA-16224), so online "
+            "redo cannot be mined safely",
+            "set source.mining.archive_log_only: true to mine a logical standby (archived logs only); note that "
+            "its SCNs are its own: a pipeline snapshotted on the primary cannot continue here (re-snapshot)",
+        )
+    return dbid, role, open_mode

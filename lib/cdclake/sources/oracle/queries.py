@@ -12,6 +12,9 @@ from collections.abc import Iterable
 
 CURRENT_SCN = "SELECT CURRENT_SCN FROM V$DATABASE"
 DATABASE_INFO = "SELECT NAME, LOG_MODE, SUPPLEMENTAL_LOG_DATA_MIN, SUPPLEMENTAL_LOG_DATA_ALL, CDB FROM V$DATABASE"
+# Which database this is (a checkpoint is only valid against the DBID it was taken on) and its Data
+# Guard role: a physical standby cannot be mined, a logical standby has SCNs of its own.
+DATABASE_ROLE = "SELECT DBID, DATABASE_ROLE, OPEN_MODE FROM V$DATABASE"
 VERSION = "SELECT VERSION FROM V$INSTANCE"
 SESSION_PRIVILEGES = "SELECT PRIVILEGE FROM SESSION_PRIVS"
 SESSION_ROLES = "SELECT ROLE FROM SESSION_ROLES"
@@ -61,6 +64,13 @@ OLDEST_ARCHIVED_SCN = (
     "AND DELETED = 'NO' AND DEST_ID = :dest_id GROUP BY THREAD#"
 )
 SCN_TIMES = "SELECT SCN_TO_TIMESTAMP(:lo), SCN_TO_TIMESTAMP(:hi) FROM DUAL"
+# Archived logs holding a LogMiner dictionary (DBMS_LOGMNR_D.BUILD) that ends before ``lo``, newest first:
+# with DICT_FROM_REDO_LOGS a session adds the logs from the dictionary's first log onward.
+DICTIONARY_LOGS = (
+    "SELECT FIRST_CHANGE#, NEXT_CHANGE#, DICTIONARY_BEGIN, DICTIONARY_END FROM V$ARCHIVED_LOG "
+    "WHERE (DICTIONARY_BEGIN = 'YES' OR DICTIONARY_END = 'YES') AND NAME IS NOT NULL AND STATUS = 'A' "
+    "AND DELETED = 'NO' AND DEST_ID = :dest_id AND NEXT_CHANGE# <= :lo ORDER BY FIRST_CHANGE# DESC"
+)
 
 # ---- LGWR flush: a commit forces redo up to the planned SCN onto the online logs -----------------
 
@@ -68,6 +78,14 @@ FLUSH_TABLE_EXISTS = "SELECT COUNT(*) FROM USER_TABLES WHERE TABLE_NAME = :name"
 FLUSH_TABLE_CREATE = "CREATE TABLE {table} (LAST_SCN NUMBER(19,0))"
 FLUSH_TABLE_INIT = "INSERT INTO {table} (LAST_SCN) VALUES (0)"
 FLUSH = "UPDATE {table} SET LAST_SCN = :scn"
+
+# ---- redo_log_catalog: one pipeline per database claims the dictionary builds ---------------------
+# A one-row table (SLOT is always 1) in the capture user's schema: the INSERT of a second pipeline
+# fails on the primary key, so two pipelines cannot both claim it, even at the same instant.
+
+DICTIONARY_CLAIM_CREATE = "CREATE TABLE {table} (SLOT NUMBER(1,0) PRIMARY KEY, PIPELINE VARCHAR2(1000) NOT NULL)"
+DICTIONARY_CLAIM_READ = "SELECT PIPELINE FROM {table} WHERE SLOT = 1"
+DICTIONARY_CLAIM_INSERT = "INSERT INTO {table} (SLOT, PIPELINE) VALUES (1, :pipeline)"
 
 # ---- LogMiner session ----------------------------------------------------------------------------
 

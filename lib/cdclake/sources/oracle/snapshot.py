@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from cdclake.config import TIMEZONE_AS_REGION
 from cdclake.errors import CdcError
 
 if TYPE_CHECKING:
@@ -40,14 +41,21 @@ def snapshot_query(types: Any, schema: TableSchema, scn: int, where: str | None 
     return sql + (f" WHERE {where}" if where else "")
 
 
+def jdbc_properties(config: OracleSourceConfig) -> dict[str, str]:
+    """Connection properties of the snapshot reads. ``oracle.jdbc.timezoneAsRegion`` is always
+    ``false``, last, so the session time zone goes as an offset, never a region name the database may
+    not know (ORA-01882); the config refuses another value in ``source.jdbc_options``."""
+    return {
+        "driver": DRIVER, "user": config.user or "", "password": config.password.get_secret_value()
+        if config.password else "", "fetchsize": str(config.snapshot.fetch_size),
+        **config.jdbc_options, TIMEZONE_AS_REGION: "false",
+    }
+
+
 def jdbc_snapshot(spark: SparkSession, config: OracleSourceConfig, types: Any, schema: TableSchema,
                   scn: int) -> DataFrame:
     opts = config.snapshot
-    props = {
-        "driver": DRIVER, "user": config.user or "", "password": config.password.get_secret_value()
-        if config.password else "", "fetchsize": str(opts.fetch_size),
-        "oracle.jdbc.timezoneAsRegion": "false", **config.jdbc_options,
-    }
+    props = jdbc_properties(config)
     url = jdbc_url(config)
     parts = opts.partitions
     key = schema.primary_key[0] if len(schema.primary_key) == 1 else None
@@ -98,6 +106,11 @@ def explain_snapshot_error(exc: BaseException, scn: int | None) -> CdcError | No
             "run the snapshot again (it takes a new SCN); avoid DDL on the captured tables during snapshots",
         )
     if "ORA-01882" in text:
-        return CdcError("the JDBC driver cannot resolve a time zone region (ORA-01882)",
-                        "set source.jdbc_options.oracle.jdbc.timezoneAsRegion: 'false'")
+        return CdcError(
+            f"the snapshot at SCN {scn} failed: a time zone region is unknown (ORA-01882 timezone region not found)",
+            f"cdclake sends the session time zone as an offset ({TIMEZONE_AS_REGION}=false); check that no "
+            f"-D{TIMEZONE_AS_REGION}=true is set in spark.driver/executor extraJavaOptions; if it persists, a "
+            "TIMESTAMP WITH TIME ZONE value names a region the JDBC driver's time zone data lacks: upgrade the "
+            "ojdbc jar (tools/jars.txt) or align the database's time zone file (DBMS_DST), then run again",
+        )
     return None

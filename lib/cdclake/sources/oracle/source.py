@@ -15,7 +15,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from cdclake.config import MiningOptions, OracleSourceConfig
-from cdclake.errors import CdcError, DdlParseError, PreflightError
+from cdclake.errors import CdcError, DdlParseError, PositionLostError, PreflightError
 from cdclake.schema import TableSchema
 from cdclake.sources.base import Ddl, FrameSource, MinedWindow, SnapshotStart
 from cdclake.sources.oracle import preflight
@@ -36,6 +36,8 @@ RAW_DDL = (
     "THREAD INT, USERNAME STRING, INFO STRING, K INT"
 )
 SnapshotReader = Callable[["SparkSession", TableSchema, int], "DataFrame"]
+# redo_log_catalog: the one-row table whose row names the pipeline that builds dictionaries (queries.py).
+DICTIONARY_CLAIM_TABLE = "CDCLAKE_DICTIONARY_CLAIM"
 
 
 class SparkRawSink:
@@ -86,10 +88,14 @@ class OracleSource(FrameSource):
     connector = "oracle"
 
     def __init__(self, config: OracleSourceConfig, mining: MiningOptions | None = None,
-                 connect: Callable[[], Any] | None = None, snapshot_reader: SnapshotReader | None = None) -> None:
+                 connect: Callable[[], Any] | None = None, snapshot_reader: SnapshotReader | None = None,
+                 pipeline_id: str | None = None) -> None:
         from cdclake.sources.oracle.types import OracleTypeMapper
 
         self.config = config
+        # Names this pipeline in the redo_log_catalog claim (runtime passes "<pipeline>@<lake root>").
+        self.pipeline_id = pipeline_id or f"{config.user}@{config.connect_string()}"
+        self._identity: tuple[int, str] | None = None  # DBID and DATABASE_ROLE, read by preflight
         self.engine_mining = mining or MiningOptions()
         self.types = OracleTypeMapper()
         self._connect = connect or self._oracledb_connect
@@ -145,7 +151,43 @@ class OracleSource(FrameSource):
                 raise PreflightError(f"export file {path} does not exist", "fix source.export.path")
             return
         tables = self.captured_tables()
-        preflight.check(self.client, self.config.pdb, tables, self.user)
+        facts = preflight.check(self.client, self.config.pdb, tables, self.user,
+                                archive_log_only=self.config.mining.archive_log_only)
+        self._identity = (int(facts["dbid"]), str(facts["role"]))
+        self.client.with_retry("listing archive destinations", self.client.archive_destination)
+        if self.config.mining.dictionary == "redo_log_catalog":
+            self._claim_dictionary(str(facts["database"]))
+
+    def _claim_dictionary(self, database: str) -> None:
+        """Only one pipeline per database may use redo_log_catalog: each builds the whole LogMiner
+        dictionary into the redo every run. The claim is a one-row table in the capture user's schema."""
+        c, table = self.client, DICTIONARY_CLAIM_TABLE
+        if not int(c.query(Q.FLUSH_TABLE_EXISTS, name=table)[0][0]):
+            try:
+                c.execute(Q.DICTIONARY_CLAIM_CREATE.format(table=table))
+            except Exception as exc:
+                if "ORA-00955" not in str(exc):  # not: created by another pipeline a moment ago
+                    raise
+        rows = c.query(Q.DICTIONARY_CLAIM_READ.format(table=table))
+        if not rows:
+            try:
+                c.execute(Q.DICTIONARY_CLAIM_INSERT.format(table=table), pipeline=self.pipeline_id)
+                c.conn.commit()
+                return
+            except Exception as exc:
+                if "ORA-00001" not in str(exc):  # not: another pipeline claimed it first
+                    raise
+                c.conn.rollback()
+                rows = c.query(Q.DICTIONARY_CLAIM_READ.format(table=table))
+        holder = str(rows[0][0]) if rows else None
+        if holder != self.pipeline_id:
+            raise PreflightError(
+                f"pipeline {holder} already mines database {database} with source.mining.dictionary: "
+                f"redo_log_catalog; a second one ({self.pipeline_id}) is not allowed: every pipeline would build "
+                "the whole LogMiner dictionary into the redo on each run",
+                f"set source.mining.dictionary: online_catalog for this pipeline; or, if {holder} no longer uses "
+                f"redo_log_catalog, release its claim: DELETE FROM {self.user}.{table}; COMMIT;",
+            )
 
     def captured_tables(self) -> list[str]:
         if self.export_mode:
@@ -163,6 +205,9 @@ class OracleSource(FrameSource):
             self._snapshot_scn = scn
             return SnapshotStart(ScnPosition(scn), {t: schemas[t] for t in tables},
                                  {t: f"-- from {self.config.export.ddl_file or 'export DDL rows'}" for t in tables})
+        # The dictionary build comes before the locks (it commits) and before the snapshot SCN.
+        dictionary = self.client.build_dictionary() if self.config.mining.dictionary == "redo_log_catalog" else None
+        dbid, role = self._identity or self.client.database_identity()[:2]
         conn = self.client.conn
         locked = self.config.snapshot.lock_mode == "shared"
         try:
@@ -188,7 +233,7 @@ class OracleSource(FrameSource):
         oldest = self.client.oldest_open_transaction_scn()
         resume = None if oldest is None or oldest > scn else oldest - 1
         self._snapshot_scn = scn
-        return SnapshotStart(ScnPosition(scn, resume), schemas, ddl)
+        return SnapshotStart(ScnPosition(scn, resume, dbid=dbid, role=role, dictionary=dictionary), schemas, ddl)
 
     def snapshot_read(self, spark: SparkSession, schema: TableSchema) -> DataFrame:
         if self._snapshot_scn is None:
@@ -211,14 +256,38 @@ class OracleSource(FrameSource):
         if self.export_mode:
             last = self._export_frame().agg({"SCN": "max"}).first()[0]
             return ScnPosition(int(last or 0))
-        return ScnPosition(self.client.plan_end())
+        dictionary = None
+        if self.config.mining.dictionary == "redo_log_catalog":
+            # Built before the window end is read, so the next window (from that end) can use it; in
+            # archive-log-only mode it is found among the archived logs once archived.
+            built = self.client.build_dictionary()
+            dictionary = None if self.config.mining.archive_log_only else built
+        return ScnPosition(self.client.plan_end(), dictionary=dictionary)
 
     def position_from_dict(self, data: Mapping[str, Any]) -> ScnPosition:
         return ScnPosition.from_dict(data)
 
     def check_available(self, start: ScnPosition) -> None:  # type: ignore[override]
         if not self.export_mode:
+            self._check_same_database(start)
             self.client.check_available(start.mine_from)
+
+    def _check_same_database(self, start: ScnPosition) -> None:
+        """A position continues only on the database whose SCNs it counts: same DBID (a promoted
+        physical standby keeps it), and never a logical standby after a primary (its SCNs are its own)."""
+        if start.dbid is None:
+            return  # a position from before DBIDs were recorded
+        dbid, role = self._identity or self.client.database_identity()[:2]
+        if start.dbid == dbid and not (start.role == "PRIMARY" and role == "LOGICAL STANDBY"):
+            return
+        what = "a logical standby's SCNs are its own" if role == "LOGICAL STANDBY" else "SCNs of another database"
+        raise PositionLostError(
+            f"the pipeline's position ({start.describe()}) was taken on database DBID {start.dbid} ({start.role}), "
+            f"but source.dsn now reaches DBID {dbid} ({role}): {what} and do not continue that checkpoint",
+            "point source.dsn back at the database the pipeline was snapshotted on (or at its promoted physical "
+            "standby, which keeps the DBID); or re-snapshot from this database into a new pipeline (another "
+            "pipeline name or lake.root): tables that are streaming are never re-snapshotted in place",
+        )
 
     def close(self) -> None:
         self.client.close()
@@ -257,7 +326,7 @@ class OracleSource(FrameSource):
             sink = SparkRawSink(spark, f"{staging}/raw")
             owners = sorted({t.split(".", 1)[0] for t in {*schemas, *self.captured_tables()}} | {"UNKNOWN"})
             excluded = [self.user, *[u.upper() for u in self.config.mining.exclude_users]]
-            mined = self.client.mine(lo, hi, owners, excluded, window_id, sink, max_events)
+            mined = self.client.mine(lo, hi, owners, excluded, window_id, sink, max_events, start.dictionary)
             mined_hi, batches, commit_scn = mined.hi, len(mined.batches), mined.commit_scn
             ddl_rows = _join_ddl_pieces(mined.ddl)
             raw = spark.read.schema(RAW_DDL).parquet(f"{staging}/raw") if sink.rows else spark.createDataFrame(
@@ -268,7 +337,9 @@ class OracleSource(FrameSource):
         decoded = decode_prepared(prepared, plan)
         if extra is not None:
             decoded = decoded.unionByName(extra)
-        end = start.after_window(mined_hi, commit_scn, None)
+        # The dictionary built when this window was planned serves the next one once mined past it.
+        newer = end_limit.dictionary if end_limit.dictionary and end_limit.dictionary[1] <= mined_hi else None
+        end = start.after_window(mined_hi, commit_scn, None, newer)
         return MinedWindow(end, decoded, ddl, {"mined_to_scn": str(mined_hi), "mining_batches": batches})
 
     def _schema_changes(self, spark: SparkSession, ddl_rows: list[Any], schemas: dict[str, TableSchema],
