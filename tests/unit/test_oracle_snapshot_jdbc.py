@@ -1,0 +1,96 @@
+"""Checklist item 27 (JDBC time zone) and the Oracle mining config rules of items 9 and 25, without
+Spark or a database: the snapshot's JDBC reads always pass ``oracle.jdbc.timezoneAsRegion=false``,
+ORA-01882 comes back explained, and options that would break a rule are config errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from cdclake.config import load_config_text
+from cdclake.errors import CdcError, ConfigError
+from cdclake.schema import TableSchema
+from cdclake.sources.oracle.snapshot import explain_snapshot_error, jdbc_properties, jdbc_snapshot
+from cdclake.sources.oracle.types import OracleTypeMapper, column_from_oracle
+
+
+def oracle_config(source_extra: str = "", mining: str = "") -> Any:
+    return load_config_text(
+        "pipeline: p\nsource:\n  type: oracle\n  dsn: db.example.com:1521/ORCLPDB1\n  user: C##CDC\n"
+        "  password: secret\n" + source_extra + "  mining:\n    retry_backoff_s: 0\n"
+        + "".join(f"    {line}\n" for line in mining.splitlines()) + "lake: {root: /tmp/lake}\n")
+
+
+class _Frame:
+    def selectExpr(self, *exprs: str) -> _Frame:
+        return self
+
+    def first(self) -> tuple[int, int]:
+        return (1, 100)
+
+
+class _Reader:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, dict[str, Any]]] = []
+
+    def jdbc(self, url: str, table: str, **kw: Any) -> _Frame:
+        self.calls.append((url, table, kw))
+        return _Frame()
+
+
+class _Spark:
+    def __init__(self) -> None:
+        self.read = _Reader()
+
+
+SCHEMA = TableSchema("APP", "T", [column_from_oracle("ID", "NUMBER(10)"),
+                                  column_from_oracle("AT", "TIMESTAMP(6) WITH TIME ZONE")], ["ID"])
+
+
+@pytest.mark.parametrize("partitions", [1, 4])
+def test_every_snapshot_jdbc_read_passes_timezone_as_region_false(partitions: int) -> None:
+    config = oracle_config("  jdbc_options: {oracle.net.CONNECT_TIMEOUT: '10000'}\n"
+                           f"  snapshot: {{partitions: {partitions}}}\n")
+    spark = _Spark()
+    jdbc_snapshot(spark, config.source, OracleTypeMapper(), SCHEMA, 4242)  # type: ignore[arg-type]
+    assert spark.read.calls, "no JDBC read"
+    for url, table, kw in spark.read.calls:
+        props = kw["properties"]
+        assert props["oracle.jdbc.timezoneAsRegion"] == "false"
+        assert props["oracle.net.CONNECT_TIMEOUT"] == "10000"  # the user's other options are kept
+        assert props["driver"] == "oracle.jdbc.OracleDriver"
+        assert url == "jdbc:oracle:thin:@//db.example.com:1521/ORCLPDB1"
+        assert "AS OF SCN 4242" in table
+
+
+def test_a_user_option_cannot_turn_timezone_as_region_back_on() -> None:
+    with pytest.raises(ConfigError) as err:
+        oracle_config("  jdbc_options: {oracle.jdbc.timezoneAsRegion: 'true'}\n")
+    assert "source.jdbc_options" in err.value.problem and "ORA-01882" in err.value.problem
+    kept = oracle_config("  jdbc_options: {oracle.jdbc.timezoneAsRegion: 'FALSE'}\n")
+    assert jdbc_properties(kept.source)["oracle.jdbc.timezoneAsRegion"] == "false"
+
+
+def test_ora_01882_is_explained() -> None:
+    error = explain_snapshot_error(RuntimeError("java.sql.SQLException: ORA-01882: timezone region not found"), 77)
+    assert isinstance(error, CdcError)
+    assert "ORA-01882" in error.problem and "SCN 77" in error.problem
+    assert "oracle.jdbc.timezoneAsRegion=false" in (error.fix or "") and "extraJavaOptions" in (error.fix or "")
+    assert explain_snapshot_error(RuntimeError("ORA-00942: table or view does not exist"), 77) is None
+
+
+@pytest.mark.parametrize(("mining", "message"), [
+    ("dictionary: redo_log_catalog\nlob: true", "redo_log_catalog cannot be combined with lob: true"),
+    ("dictionary: hybrid", "'hybrid'"),
+    ("flush_table: null", "flush_table: null would let mining read online redo that LGWR has not written"),
+])
+def test_mining_option_rules_are_config_errors(mining: str, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        oracle_config(mining=mining)
+    assert message in err.value.problem and "source.mining" in err.value.problem
+
+
+def test_allowed_mining_combinations() -> None:
+    oracle_config(mining="dictionary: redo_log_catalog")
+    oracle_config(mining="flush_table: null\narchive_log_only: true")  # archived redo is complete: no flush
+    oracle_config(mining="lob: true")
