@@ -14,15 +14,20 @@ from cdclake.cli import cli
 from cdclake.sources.oracle import redo
 from cdclake.sources.oracle.redo import (
     UNAVAILABLE,
+    Fragment,
     LobLocator,
     LobWrite,
     ParsedRedo,
     RedoParseError,
+    parse_ext_string_begin,
+    parse_ext_string_write,
     parse_lob_erase,
     parse_lob_locator,
     parse_lob_trim,
     parse_lob_write,
     parse_redo,
+    parse_xml_begin,
+    parse_xml_write,
 )
 from click.testing import CliRunner
 
@@ -334,9 +339,105 @@ def test_lob_trim_and_erase() -> None:
         parse_lob_erase("dbms_lob.trim(loc_c, 100);")
 
 
+# ---- XMLTYPE and extended strings (Debezium XmlBeginParser / XmlWriteParser / ExtendedStringParser) ----
+
+
+def test_xml_begin_binary_and_text_storage_forms() -> None:
+    # binary XML storage (INFO 'XML sql_redo not re-executable'), as mined from Oracle 19c
+    sel = parse_xml_begin('XML DOC BEGIN:  select "XMLRECORD" from "C##MYUSER"."CUSTOMERS" where "RECID" = \'3\'')
+    assert sel == LobLocator("C##MYUSER", "CUSTOMERS", "XMLRECORD", False, {"RECID": "3"})
+    many = parse_xml_begin(
+        'XML DOC BEGIN:  select "PROPERTIES" from "SCHEMA"."TABLE" where "COLUMN_A" = \'314107\' and '
+        '"TIME_A" = TO_TIMESTAMP_TZ(\'2024-02-14 10:58:02.202590 +01:00\') and "MODIFICATIONTIME" IS NULL')
+    assert many.key == {"COLUMN_A": "314107", "TIME_A": "2024-02-14T10:58:02.202590+01:00", "MODIFICATIONTIME": None}
+    # text storage (INFO 'XML sql_redo needs assembly'); names with spaces
+    upd = parse_xml_begin('update "DEBEZIUM OBJ"."XML_TEST OBJ" a set a."DATA OBJ" = XMLType(:1)  '
+                          "where a.\"ID\" = '1' and a.\"NAME\" = 'O''Neil';")
+    assert upd == LobLocator("DEBEZIUM OBJ", "XML_TEST OBJ", "DATA OBJ", False, {"ID": "1", "NAME": "O'Neil"})
+
+
+def test_xml_begin_errors() -> None:
+    with pytest.raises(RedoParseError, match="XML DOC BEGIN"):
+        parse_xml_begin('XMLDOCBEGIN:  select "DATA" from "DEBEZIUM"."XML_TEST" where "ID" = \'1\'')
+    with pytest.raises(RedoParseError, match="XML DOC BEGIN"):
+        parse_xml_begin('updater "S"."T" a set a."D" = XMLType(:1) where a."ID" = \'1\';')
+    with pytest.raises(RedoParseError, match="unexpected text"):
+        parse_xml_begin('XML DOC BEGIN:  select "D" from "S"."T" where "ID" = \'1\' "X"')
+    with pytest.raises(RedoParseError, match="empty XML_BEGIN"):
+        parse_xml_begin(None)
+
+
+def test_xml_write_text_escapes_concatenation_and_null() -> None:
+    real = parse_xml_write("XML_REDO := '<Warehouse whNo=\"3\"> <Building>Owned</Building></Warehouse>'\n amount: 59")
+    assert real == Fragment('<Warehouse whNo="3"> <Building>Owned</Building></Warehouse>', False, 59)
+    assert parse_xml_write("XML_REDO := '<a>数符癸</a>':10") == Fragment("<a>数符癸</a>", False, 10)
+    joined = parse_xml_write("XML_REDO := '<a t=''x''>' || UNISTR('\\00e9t\\00e9') || '</a>'\n amount: 15")
+    assert joined == Fragment("<a t='x'>été</a>", False, 15)
+    assert parse_xml_write("XML_REDO := NULL") == Fragment(None, False, None)
+    assert parse_xml_write("XML_REDO := ''\n amount: 0") == Fragment("", False, 0)
+
+
+def test_xml_write_hextoraw_with_and_without_its_closing_quote() -> None:
+    assert parse_xml_write("XML_REDO := HEXTORAW('3C726F6F743EC3843C2F726F6F743E'):15") == (
+        Fragment("3c726f6f743ec3843c2f726f6f743e", True, 15))
+    # Oracle leaves the closing quote out of the last chunk of a document
+    assert parse_xml_write("XML_REDO := HEXTORAW('3C2F613E):4") == Fragment("3c2f613e", True, 4)
+
+
+def test_xml_write_unescaped_quotes_and_errors() -> None:
+    assert parse_xml_write("XML_REDO := '<a>l'arbre</a>'\n amount: 13").data == "<a>l'arbre</a>"
+    with pytest.raises(RedoParseError, match="HEXTORAW"):
+        parse_xml_write("XML_REDO := <a>x</a>:8")
+    with pytest.raises(RedoParseError, match="XML_REDO"):
+        parse_xml_write(" buf_c := 'abc'; dbms_lob.write(loc_c, 3, 1, buf_c);")
+
+
+EXT_BEGIN = ("DECLARE\n TempLob CLOB;\n buf_c   VARCHAR2(32767);\n Stmt    CLOB;\nBEGIN\n"
+             " DBMS_LOB.CreateTemporary(TempLob, FALSE);\n Stmt := '{stmt}';")
+
+
+def test_extended_string_begin_with_and_without_alias() -> None:
+    aliased = EXT_BEGIN.format(stmt='update "DEBEZIUM"."TEST_TABLE" a set a."DATA" = :DATA '
+                                    "where a.\"ID\" = ''1'' and a.\"NOTE\" = ''it''''s'' and a.\"N\" IS NULL;")
+    assert parse_ext_string_begin(aliased) == LobLocator("DEBEZIUM", "TEST_TABLE", "DATA", False,
+                                                         {"ID": "1", "NOTE": "it's", "N": None})
+    plain = EXT_BEGIN.format(stmt='update "DEBEZIUM"."TEST_TABLE" set "DATA" = :DATA where "ID" = \'\'1\'\';')
+    assert parse_ext_string_begin(plain).key == {"ID": "1"}
+    raw = EXT_BEGIN.replace("TempLob CLOB", "TempLob BLOB").replace("buf_c   VARCHAR2", "buf_b   RAW").format(
+        stmt='update "S"."T" a set a."BIN" = :BIN where a."ID" = \'\'7\'\';')
+    assert parse_ext_string_begin(raw) == LobLocator("S", "T", "BIN", True, {"ID": "7"})
+
+
+def test_extended_string_begin_errors() -> None:
+    with pytest.raises(RedoParseError, match="Stmt := 'update"):
+        parse_ext_string_begin("DECLARE\n TempLob CLOB;\nBEGIN\n DBMS_LOB.CreateTemporary(TempLob, FALSE);")
+    with pytest.raises(RedoParseError, match=":BIND"):
+        parse_ext_string_begin(EXT_BEGIN.format(stmt='delete from "S"."T" where "ID" = \'\'1\'\';'))
+
+
+def test_extended_string_write_text_raw_and_unescaped_quotes() -> None:
+    assert parse_ext_string_write("\n buf_c := 'abc''d';\n DBMS_LOB.WRITEAPPEND(TempLob, 5, buf_c);") == (
+        Fragment("abc'd", False, 5))
+    assert parse_ext_string_write("\n buf_b := HEXTORAW('0A0B');\n DBMS_LOB.WRITEAPPEND(TempLob, 2, buf_b);") == (
+        Fragment("0a0b", True, 2))
+    # DBZ-8034: LogMiner may leave a quote in an extended string unescaped
+    assert parse_ext_string_write("\n buf_c := 'l'été';\n DBMS_LOB.WRITEAPPEND(TempLob, 6, buf_c);").data == "l'été"
+    with pytest.raises(RedoParseError, match="WRITEAPPEND"):
+        parse_ext_string_write("\n buf_c := 'abc';\n DBMS_LOB.WRITE(TempLob, 3, 1, buf_c);")
+    with pytest.raises(RedoParseError, match="NULL or Unsupported Type"):
+        parse_ext_string_write("\n buf_c := NULL;\n DBMS_LOB.WRITEAPPEND(TempLob, 0, buf_c);")
+
+
+def test_lm_empty_string_is_unavailable_in_dml() -> None:
+    ins = parse_redo('insert into "S"."T"("ID","BIG","BIN") values (\'1\',LM_EMPTY_STRING,LM_EMPTY_STRING)')
+    assert ins.after == {"ID": "1", "BIG": UNAVAILABLE, "BIN": UNAVAILABLE}
+    upd = parse_redo('update "S"."T" set "BIG" = LM_EMPTY_STRING, "N" = \'2\' where "ID" = \'1\'')
+    assert upd.after == {"ID": "1", "BIG": UNAVAILABLE, "N": "2"}
+
+
 def test_module_doctest() -> None:
     result = doctest.testmod(redo)
-    assert result.attempted >= 3 and result.failed == 0
+    assert result.attempted >= 6 and result.failed == 0
 
 
 # ---- cdclake redo-parse -----------------------------------------------------------------------
