@@ -4,7 +4,9 @@ No Oracle server runs in the test environment, so :class:`SimulatedOracle` model
 that cdclake's miner talks to: an SCN clock and a wall clock, redo threads (RAC) with online log
 groups reused in a circle and archived copies per destination, tables with their schema history and
 committed row history (flashback), interleaved transactions with savepoints, statement-level and
-full rollbacks (``ROLLBACK = 1`` undo rows), LOB locator/write/trim/erase rows, DDL with LogMiner's
+full rollbacks (``ROLLBACK = 1`` undo rows), LOB locator/write/trim/erase rows, XMLTYPE values as
+XML_BEGIN/WRITE/END rows and, with ``max_string_size="EXTENDED"``, VARCHAR2/NVARCHAR2 over 4000 bytes
+and RAW over 2000 as 32K_BEGIN/WRITE/END rows (``LM_EMPTY_STRING`` in the INSERT), DDL with LogMiner's
 ``INTERNAL DDL`` noise, LGWR (redo is visible only once flushed), and the preflight facts
 (``V$DATABASE``, privileges, supplemental logging...).
 
