@@ -8,26 +8,17 @@ from cdclake.schema import TableSchema
 from cdclake.sources.mysql.ddl import DdlOutcome, apply_ddl
 from cdclake.sources.mysql.types import column_from_definition
 
+from tests.unit.ddl_helpers import changed, make_table, reg
+
 
 def table(
     name: str = "shop.t", cols: str = "id int, a varchar(10), b int", pk: tuple[str, ...] = ("id",)
 ) -> TableSchema:
-    db, t = name.split(".")
-    columns = []
-    for part in cols.split(", "):
-        cname, ctype = part.split(" ", 1)
-        columns.append(column_from_definition(cname, ctype, nullable=cname not in pk))
-    return TableSchema(db, t, columns, list(pk))
-
-
-def reg(*schemas: TableSchema) -> dict[str, TableSchema]:
-    return {s.qualified_name: s for s in schemas}
+    return make_table(name, cols, pk, column_from_definition)
 
 
 def after(out: DdlOutcome, key: str = "shop.t") -> TableSchema:
-    schema = out.changes[key]
-    assert schema is not None
-    return schema
+    return changed(out, key)
 
 
 def types_of(schema: TableSchema) -> list[tuple[str, str, str]]:

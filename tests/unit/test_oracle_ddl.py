@@ -9,6 +9,8 @@ from cdclake.sources.mysql.ddl import DdlOutcome as MySqlDdlOutcome
 from cdclake.sources.oracle.ddl import DdlOutcome, apply_ddl
 from cdclake.sources.oracle.types import column_from_oracle
 
+from tests.unit.ddl_helpers import changed, make_table, reg
+
 # Section 2.5 of the Oracle reference, as DBMS_METADATA.GET_DDL prints it.
 DBMS_METADATA_CUSTOMERS = (
     'CREATE TABLE "DEBEZIUM"."CUSTOMERS" \n   (    "ID" NUMBER(9,0) NOT NULL ENABLE, \n'
@@ -67,22 +69,11 @@ DBMS_METADATA_SALES = """
 
 def table(key: str = "HR.T", cols: str = "ID NUMBER(9), NAME VARCHAR2(20), AMOUNT NUMBER(10,2)",
           pk: tuple[str, ...] = ("ID",)) -> TableSchema:
-    owner, name = key.split(".")
-    columns = []
-    for part in cols.split(", "):
-        cname, ctype = part.split(" ", 1)
-        columns.append(column_from_oracle(cname, ctype, nullable=cname not in pk))
-    return TableSchema(owner, name, columns, list(pk))
-
-
-def reg(*schemas: TableSchema) -> dict[str, TableSchema]:
-    return {s.qualified_name: s for s in schemas}
+    return make_table(key, cols, pk, column_from_oracle)
 
 
 def after(out: DdlOutcome, key: str = "HR.T") -> TableSchema:
-    schema = out.changes[key]
-    assert schema is not None
-    return schema
+    return changed(out, key)
 
 
 def alter(sql: str, schema: TableSchema | None = None) -> TableSchema:

@@ -13,6 +13,9 @@ rest of a statement after ``RENAME`` as one string. Only the table-shaping state
 here; they are small and regular, and anything this parser does not understand in them raises
 :class:`~cdclake.errors.DdlParseError` instead of being skipped.
 
+The tokenizer and token cursor are shared with the Oracle parser (:mod:`cdclake.sources.sqltokens`);
+MySQL's lexical rules are ``MYSQL_DIALECT`` below.
+
 >>> out = apply_ddl("ALTER TABLE t ADD COLUMN b INT AFTER a", "shop",
 ...                 {"shop.t": TableSchema("shop", "t", [column_from_definition("a", "int")])})
 >>> out.changes["shop.t"].column_names
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from cdclake.errors import DdlParseError
 from cdclake.schema import Column, TableSchema
 from cdclake.sources.mysql.types import column_from_definition
+from cdclake.sources.sqltokens import SqlDialect, SqlParseError, Token, TokenCursor, tokenize
 
 
 @dataclass
@@ -42,215 +46,23 @@ class DdlOutcome:
     column_renames: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
-# ---- tokenizer ---------------------------------------------------------------------------------
+# ---- tokens ------------------------------------------------------------------------------------
 
-
-@dataclass(frozen=True)
-class _Tok:
-    kind: str  # 'word' | 'ident' (backquoted) | 'str' | 'num' | 'lit' (b'..'/x'..') | 'punct'
-    text: str  # unquoted/unescaped value for ident/str
-    start: int
-    end: int  # exclusive
-
-    @property
-    def up(self) -> str:
-        return self.text.upper() if self.kind == "word" else ""
-
-    def is_(self, *words: str) -> bool:
-        return self.kind == "word" and self.text.upper() in words
-
-    @property
-    def is_name(self) -> bool:
-        return self.kind in ("word", "ident")
-
-
-_ESCAPES = {"n": "\n", "t": "\t", "0": "\0", "r": "\r", "Z": "\x1a", "b": "\b"}
-_WORD_RE = re.compile(r"[A-Za-z0-9_$\u0080-\uffff]+")
-_NUM_RE = re.compile(r"(?:0x[0-9A-Fa-f]+|\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)")
-
-
-class _ParseError(Exception):
-    """Internal: turned into DdlParseError with the statement text."""
-
-
-def _tokenize(sql: str) -> list[_Tok]:
-    toks: list[_Tok] = []
-    i, n = 0, len(sql)
-    open_exec = 0  # unwrapped /*! ... */ executable comments awaiting their */
-    while i < n:
-        ch = sql[i]
-        if ch.isspace():
-            i += 1
-        elif sql.startswith("/*", i):
-            m = re.match(r"/\*M?!\d*", sql[i:])
-            if m:  # executable comment: its content is part of the statement
-                open_exec += 1
-                i += m.end()
-                continue
-            end = sql.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-        elif sql.startswith("*/", i) and open_exec:
-            open_exec -= 1
-            i += 2
-        elif ch == "#" or (sql.startswith("--", i) and (i + 2 >= n or sql[i + 2].isspace())):
-            end = sql.find("\n", i)
-            i = n if end < 0 else end + 1
-        elif ch in "'\"`":
-            j, value = i + 1, []
-            while True:
-                if j >= n:
-                    raise _ParseError(f"unterminated quote starting at offset {i}")
-                c = sql[j]
-                if c == "\\" and ch != "`" and j + 1 < n:
-                    value.append(_ESCAPES.get(sql[j + 1], sql[j + 1]))
-                    j += 2
-                elif c == ch:
-                    if j + 1 < n and sql[j + 1] == ch:
-                        value.append(ch)
-                        j += 2
-                    else:
-                        break
-                else:
-                    value.append(c)
-                    j += 1
-            toks.append(_Tok("ident" if ch == "`" else "str", "".join(value), i, j + 1))
-            i = j + 1
-        elif ch in "bBxX" and i + 1 < n and sql[i + 1] == "'":
-            end = sql.find("'", i + 2)
-            if end < 0:
-                raise _ParseError(f"unterminated literal at offset {i}")
-            toks.append(_Tok("lit", sql[i : end + 1], i, end + 1))
-            i = end + 1
-        else:
-            m = _WORD_RE.match(sql, i)
-            num = _NUM_RE.match(sql, i) if ch.isdigit() else None
-            if num and not _WORD_RE.match(sql, num.end()):
-                toks.append(_Tok("num", num.group(0), i, num.end()))  # 12, 0.00, 1e5, 0x1F
-                i = num.end()
-            elif m:  # keywords and unquoted names (which may start with a digit)
-                toks.append(_Tok("word", m.group(0), i, m.end()))
-                i = m.end()
-            elif ch == "." and i + 1 < n and sql[i + 1].isdigit() and not (toks and toks[-1].is_name):
-                num = _NUM_RE.match(sql, i)
-                assert num is not None
-                toks.append(_Tok("num", num.group(0), i, num.end()))
-                i = num.end()
-            else:
-                toks.append(_Tok("punct", ch, i, i + 1))
-                i += 1
-    return toks
-
-
-# ---- token cursor ------------------------------------------------------------------------------
-
-
-class _Cursor:
-    def __init__(self, sql: str, toks: list[_Tok]) -> None:
-        self.sql = sql
-        self.toks = toks
-        self.i = 0
-
-    def peek(self, k: int = 0) -> _Tok | None:
-        j = self.i + k
-        return self.toks[j] if j < len(self.toks) else None
-
-    def at_end(self) -> bool:
-        return self.i >= len(self.toks)
-
-    def next(self) -> _Tok:
-        tok = self.peek()
-        if tok is None:
-            raise _ParseError("unexpected end of statement")
-        self.i += 1
-        return tok
-
-    def peek_is(self, *words: str) -> bool:
-        tok = self.peek()
-        return tok is not None and tok.is_(*words)
-
-    def accept(self, *words: str) -> bool:
-        """Consume the word sequence ``words`` if it comes next."""
-        for k, w in enumerate(words):
-            tok = self.peek(k)
-            if tok is None or not tok.is_(w):
-                return False
-        self.i += len(words)
-        return True
-
-    def accept_any(self, *phrases: str) -> bool:
-        """Consume the first of ``phrases`` (space-separated words) that comes next."""
-        return any(self.accept(*p.split()) for p in phrases)
-
-    def peek_text(self) -> str:
-        tok = self.peek()
-        return tok.text if tok is not None else "end of statement"
-
-    def accept_punct(self, ch: str) -> bool:
-        tok = self.peek()
-        if tok is not None and tok.kind == "punct" and tok.text == ch:
-            self.i += 1
-            return True
-        return False
-
-    def expect_punct(self, ch: str) -> None:
-        if not self.accept_punct(ch):
-            tok = self.peek()
-            raise _ParseError(f"expected {ch!r} but found {tok.text if tok else 'end of statement'!r}")
-
-    def name(self) -> str:
-        tok = self.next()
-        if not tok.is_name:
-            raise _ParseError(f"expected a name but found {tok.text!r}")
-        return tok.text
-
-    def skip_group(self) -> None:
-        """Skip a balanced ``( ... )`` starting at the cursor."""
-        self.split_group()
-
-    def split_group(self) -> list[list[_Tok]]:
-        """Consume ``( a, b(c, d), e )`` and return its depth-0 comma-separated items."""
-        self.expect_punct("(")
-        items: list[list[_Tok]] = [[]]
-        depth = 1
-        while True:
-            tok = self.next()
-            if tok.kind == "punct" and tok.text == "(":
-                depth += 1
-            elif tok.kind == "punct" and tok.text == ")":
-                depth -= 1
-                if depth == 0:
-                    return [it for it in items if it]
-            elif tok.kind == "punct" and tok.text == "," and depth == 1:
-                items.append([])
-                continue
-            items[-1].append(tok)
-
-    def split_rest(self) -> list[list[_Tok]]:
-        """Split the remaining tokens at depth-0 commas."""
-        items: list[list[_Tok]] = [[]]
-        depth = 0
-        while not self.at_end():
-            tok = self.next()
-            if tok.kind == "punct" and tok.text == "(":
-                depth += 1
-            elif tok.kind == "punct" and tok.text == ")":
-                depth -= 1
-            elif tok.kind == "punct" and tok.text == ";" and depth == 0:
-                continue
-            elif tok.kind == "punct" and tok.text == "," and depth == 0:
-                items.append([])
-                continue
-            items[-1].append(tok)
-        return [it for it in items if it]
-
-    def table_name(self) -> tuple[str | None, str]:
-        first = self.name()
-        if self.accept_punct("."):
-            return first, self.name()
-        return None, first
-
-    def text(self, start: _Tok, end: _Tok) -> str:
-        return self.sql[start.start : end.end]
+# MySQL's lexical rules for the shared tokenizer. Unquoted names keep their case (lookups of tables and
+# columns are case-insensitive below instead).
+MYSQL_DIALECT = SqlDialect(
+    ident_quote="`",
+    string_quotes="'\"",
+    backslash_escapes=True,
+    word_re=re.compile(r"[A-Za-z0-9_$\u0080-\uffff]+"),
+    number_re=re.compile(r"(?:0x[0-9A-Fa-f]+|\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)"),
+    digit_led_names=True,
+    hash_comments=True,
+    dash_comment_needs_space=True,
+    executable_comments=True,
+    lenient_comments=True,
+    bit_hex_literals=True,
+)
 
 
 # ---- column definitions ------------------------------------------------------------------------
@@ -266,11 +78,11 @@ class _ColumnDef:
     charset_explicit: bool = False
 
 
-def _skip_expr(cur: _Cursor) -> None:
+def _skip_expr(cur: TokenCursor) -> None:
     """Skip one default/ON UPDATE expression: literal, signed number, function call or group."""
     tok = cur.peek()
     if tok is None:
-        raise _ParseError("missing expression")
+        raise SqlParseError("missing expression")
     if tok.kind == "punct" and tok.text == "(":
         cur.skip_group()
         return
@@ -287,7 +99,7 @@ def _skip_expr(cur: _Cursor) -> None:
         cur.skip_group()  # function call: current_timestamp(6), uuid()
 
 
-def _default_text(cur: _Cursor, first: _Tok, last: _Tok) -> str | None:
+def _default_text(cur: TokenCursor, first: Token, last: Token) -> str | None:
     if first is last and first.kind == "str":
         return "'" + first.text.replace("\\", "\\\\").replace("'", "''") + "'"
     if first is last and first.is_("NULL"):
@@ -296,15 +108,15 @@ def _default_text(cur: _Cursor, first: _Tok, last: _Tok) -> str | None:
 
 
 def _parse_column_def(
-    sql: str, toks: list[_Tok], table_charset: str | None, *, in_alter: bool = False
+    sql: str, toks: list[Token], table_charset: str | None, *, in_alter: bool = False
 ) -> _ColumnDef:
-    cur = _Cursor(sql, toks)
+    cur = TokenCursor(sql, toks)
     name = cur.name()
     if cur.at_end():
-        raise _ParseError(f"column {name!r} has no type")
+        raise SqlParseError(f"column {name!r} has no type")
     type_first = cur.next()
     if not type_first.kind == "word":
-        raise _ParseError(f"column {name!r}: expected a type, found {type_first.text!r}")
+        raise SqlParseError(f"column {name!r}: expected a type, found {type_first.text!r}")
     serial = type_first.is_("SERIAL")
     # multi-word type names: double precision, national varchar, long varchar, character varying
     while (t := cur.peek()) is not None and t.is_("PRECISION", "VARYING", "VARCHAR", "CHAR", "CHARACTER",
@@ -368,14 +180,14 @@ def _parse_column_def(
                 if (t := cur.peek()) is not None and not t.is_("CHECK"):
                     cur.name()
                 if not cur.accept("CHECK"):
-                    raise _ParseError(f"column {name!r}: expected CHECK after CONSTRAINT")
+                    raise SqlParseError(f"column {name!r}: expected CHECK after CONSTRAINT")
             start = cur.i
             cur.skip_group()
             body = [t.text.lower() if t.kind == "word" else t.text for t in cur.toks[start:cur.i]]
             if body == ["(", "json_valid", "(", name, ")", ")"]:
                 json_check = True  # how MariaDB's SHOW CREATE TABLE spells a JSON column
         elif cur.accept("REFERENCES"):
-            cur.table_name()
+            cur.qualified_name()
             if (t := cur.peek()) is not None and t.kind == "punct" and t.text == "(":
                 cur.skip_group()
             while True:
@@ -405,7 +217,7 @@ def _parse_column_def(
         elif in_alter and cur.accept("AFTER"):
             position = ("after", cur.name())
         else:
-            raise _ParseError(f"column {name!r}: unexpected {cur.peek_text()!r}")
+            raise SqlParseError(f"column {name!r}: unexpected {cur.peek_text()!r}")
     if serial:
         type_text, nullable = "bigint unsigned", False
     else:
@@ -417,16 +229,16 @@ def _parse_column_def(
                 name, "json", nullable=nullable, default=default, charset=col.attrs.get("charset")
             )
     except ValueError as exc:
-        raise _ParseError(str(exc)) from exc
+        raise SqlParseError(str(exc)) from exc
     return _ColumnDef(col, pk, position, charset_explicit)
 
 
-def _key_columns(items: list[list[_Tok]]) -> list[str]:
+def _key_columns(items: list[list[Token]]) -> list[str]:
     """Names in an index column list ``(a, b(10) DESC)``."""
     names = []
     for item in items:
         if not item or not item[0].is_name:
-            raise _ParseError("unsupported index part (expression index on a primary key?)")
+            raise SqlParseError("unsupported index part (expression index on a primary key?)")
         names.append(item[0].text)
     return names
 
@@ -447,7 +259,7 @@ class _Registry:
     def resolve(self, db: str | None, table: str) -> str:
         db = db or self.default_database
         if db is None:
-            raise _ParseError(f"table {table!r} has no database and there is no default database")
+            raise SqlParseError(f"table {table!r} has no database and there is no default database")
         qualified = f"{db}.{table}"
         for key in self.current:
             if key.lower() == qualified.lower():
@@ -494,14 +306,14 @@ class _Registry:
         return out
 
 
-def _create_table(cur: _Cursor, reg: _Registry) -> None:
+def _create_table(cur: TokenCursor, reg: _Registry) -> None:
     or_replace = cur.accept("OR", "REPLACE")
     if cur.accept("TEMPORARY"):
         return  # session-local, never row-logged
     if not cur.accept("TABLE"):
         return  # CREATE DATABASE/INDEX/VIEW/USER/... do not shape tables
     if_not_exists = cur.accept("IF", "NOT", "EXISTS")
-    db, table = cur.table_name()
+    db, table = cur.qualified_name()
     key = reg.resolve(db, table)
     if reg.known(key) and if_not_exists and not or_replace:
         return
@@ -515,20 +327,20 @@ def _create_table(cur: _Cursor, reg: _Registry) -> None:
             cur.next()
             like = True
     if like:
-        src = reg.resolve(*cur.table_name())
+        src = reg.resolve(*cur.qualified_name())
         if reg.known(src):
             reg.put(key, reg.current[src].renamed(name_db, name_table))
         return
     t = cur.peek()
     if t is None or not (t.kind == "punct" and t.text == "("):
-        raise _ParseError("CREATE TABLE without a column list (CREATE ... SELECT) is not supported")
+        raise SqlParseError("CREATE TABLE without a column list (CREATE ... SELECT) is not supported")
     elements = cur.split_group()
     table_charset = _table_charset(cur.toks[cur.i :])
     columns: list[Column] = []
     pk: list[str] = []
     json_checks: set[str] = set()
     for item in elements:
-        head = _Cursor(cur.sql, item)
+        head = TokenCursor(cur.sql, item)
         if head.accept("CONSTRAINT"):
             nxt = head.peek()
             if nxt is not None and not nxt.is_("PRIMARY", "UNIQUE", "FOREIGN", "CHECK"):
@@ -557,11 +369,11 @@ def _create_table(cur: _Cursor, reg: _Registry) -> None:
         for c in columns
     ]
     if not columns:
-        raise _ParseError("CREATE TABLE has no columns")
+        raise SqlParseError("CREATE TABLE has no columns")
     reg.put(key, TableSchema(name_db, name_table, columns, _pk_spelling(columns, pk)))
 
 
-def _table_charset(toks: list[_Tok]) -> str | None:
+def _table_charset(toks: list[Token]) -> str | None:
     """DEFAULT CHARSET / COLLATE from the table options after the column list."""
     charset: str | None = None
     for k, t in enumerate(toks):
@@ -583,7 +395,7 @@ def _pk_spelling(columns: list[Column], pk: list[str]) -> list[str]:
     out = []
     for name in pk:
         if name.lower() not in by_lower:
-            raise _ParseError(f"primary key names unknown column {name!r}")
+            raise SqlParseError(f"primary key names unknown column {name!r}")
         out.append(by_lower[name.lower()])
     return out
 
@@ -615,17 +427,17 @@ def _place(columns: list[Column], col: Column, position: tuple[str, str | None] 
     else:
         k = _index_of(columns, position[1] or "")
         if k < 0:
-            raise _ParseError(f"AFTER names unknown column {position[1]!r}")
+            raise SqlParseError(f"AFTER names unknown column {position[1]!r}")
         columns.insert(k + 1, col)
 
 
-def _alter_table(cur: _Cursor, reg: _Registry) -> None:
+def _alter_table(cur: TokenCursor, reg: _Registry) -> None:
     cur.accept("ONLINE")
     cur.accept("IGNORE")
     if not cur.accept("TABLE"):
         return  # ALTER DATABASE/USER/VIEW/EVENT/...
     cur.accept("IF", "EXISTS")
-    key = reg.resolve(*cur.table_name())
+    key = reg.resolve(*cur.qualified_name())
     if not reg.known(key):
         return  # not captured: nothing to evolve
     if cur.accept("WAIT"):
@@ -638,7 +450,7 @@ def _alter_table(cur: _Cursor, reg: _Registry) -> None:
     renames: dict[str, str] = {}
     changed = False
     for spec in cur.split_rest():
-        c = _Cursor(cur.sql, spec)
+        c = TokenCursor(cur.sql, spec)
         if c.accept("ADD"):
             if c.accept("COLUMN") or _starts_column(c):
                 c.accept("IF", "NOT", "EXISTS")
@@ -654,7 +466,7 @@ def _alter_table(cur: _Cursor, reg: _Registry) -> None:
                     if _index_of(columns, col.name) >= 0:
                         if "IF NOT EXISTS" in " ".join(t.up for t in spec[:4]):
                             continue
-                        raise _ParseError(f"ADD COLUMN {col.name!r}: the column exists already")
+                        raise SqlParseError(f"ADD COLUMN {col.name!r}: the column exists already")
                     _place(columns, col, d.position, len(columns))
                     if d.primary_key:
                         pk = [col.name]
@@ -676,7 +488,7 @@ def _alter_table(cur: _Cursor, reg: _Registry) -> None:
                 ):
                     pass
                 else:
-                    raise _ParseError(f"unsupported ADD clause {cur.text(spec[0], spec[-1])!r}")
+                    raise SqlParseError(f"unsupported ADD clause {cur.text(spec[0], spec[-1])!r}")
         elif c.accept("DROP"):
             if c.accept("PRIMARY", "KEY"):
                 pk, changed = [], True
@@ -685,7 +497,7 @@ def _alter_table(cur: _Cursor, reg: _Registry) -> None:
             ):
                 pass
             elif c.accept("PARTITION"):
-                raise _ParseError("DROP PARTITION removes rows without row events; re-snapshot the table")
+                raise SqlParseError("DROP PARTITION removes rows without row events; re-snapshot the table")
             else:
                 c.accept("COLUMN")
                 if_exists = c.accept("IF", "EXISTS")
@@ -694,7 +506,7 @@ def _alter_table(cur: _Cursor, reg: _Registry) -> None:
                 if k < 0:
                     if if_exists:
                         continue
-                    raise _ParseError(f"DROP COLUMN names unknown column {name!r}")
+                    raise SqlParseError(f"DROP COLUMN names unknown column {name!r}")
                 dropped = columns.pop(k).name
                 pk = [p for p in pk if p != dropped]
                 c.accept("RESTRICT") or c.accept("CASCADE")
@@ -710,11 +522,11 @@ def _alter_table(cur: _Cursor, reg: _Registry) -> None:
             if k < 0:
                 if if_exists:
                     continue
-                raise _ParseError(f"{spec[0].up} names unknown column {old_name!r}")
+                raise SqlParseError(f"{spec[0].up} names unknown column {old_name!r}")
             old = columns.pop(k)
             col = _with_table_charset(d, schema, old)
             if _index_of(columns, col.name) >= 0:
-                raise _ParseError(f"CHANGE to an existing column name {col.name!r}")
+                raise SqlParseError(f"CHANGE to an existing column name {col.name!r}")
             _place(columns, col, d.position, k)
             if col.name != old.name:
                 renames[old.name] = col.name
@@ -726,11 +538,11 @@ def _alter_table(cur: _Cursor, reg: _Registry) -> None:
             if c.accept("COLUMN"):
                 old_name = c.name()
                 if not c.accept("TO"):
-                    raise _ParseError("RENAME COLUMN needs TO")
+                    raise SqlParseError("RENAME COLUMN needs TO")
                 new_name = c.name()
                 k = _index_of(columns, old_name)
                 if k < 0:
-                    raise _ParseError(f"RENAME COLUMN names unknown column {old_name!r}")
+                    raise SqlParseError(f"RENAME COLUMN names unknown column {old_name!r}")
                 old = columns[k]
                 columns[k] = replace(old, name=new_name)
                 renames[old.name] = new_name
@@ -740,7 +552,7 @@ def _alter_table(cur: _Cursor, reg: _Registry) -> None:
                 c.i = len(c.toks)
             else:
                 c.accept("TO") or c.accept("AS")
-                new_key = reg.resolve(*c.table_name())
+                new_key = reg.resolve(*c.qualified_name())
         elif c.accept("ALTER"):
             if c.peek_is("INDEX", "KEY", "CONSTRAINT", "CHECK"):
                 c.i = len(c.toks)
@@ -750,7 +562,7 @@ def _alter_table(cur: _Cursor, reg: _Registry) -> None:
             name = c.name()
             k = _index_of(columns, name)
             if k < 0:
-                raise _ParseError(f"ALTER COLUMN names unknown column {name!r}")
+                raise SqlParseError(f"ALTER COLUMN names unknown column {name!r}")
             if c.accept("SET", "DEFAULT"):
                 first = c.peek()
                 _skip_expr(c)
@@ -761,12 +573,12 @@ def _alter_table(cur: _Cursor, reg: _Registry) -> None:
             elif c.accept("SET", "VISIBLE") or c.accept("SET", "INVISIBLE"):
                 pass
             else:
-                raise _ParseError(f"unsupported ALTER COLUMN clause {cur.text(spec[0], spec[-1])!r}")
+                raise SqlParseError(f"unsupported ALTER COLUMN clause {cur.text(spec[0], spec[-1])!r}")
             changed = True
         elif c.accept("CONVERT", "TO"):
             # Text columns take the new charset (what the binlog decoder needs); types stay STRING.
             if not (c.accept("CHARACTER", "SET") or c.accept("CHARSET")):
-                raise _ParseError("CONVERT TO needs CHARACTER SET")
+                raise SqlParseError("CONVERT TO needs CHARACTER SET")
             charset = c.name().lower()
             if charset != "default":
                 columns = [
@@ -777,13 +589,13 @@ def _alter_table(cur: _Cursor, reg: _Registry) -> None:
                 ]
                 changed = True
         elif (t := c.peek()) is not None and t.up in _PARTITION_DATA_OPS:
-            raise _ParseError(f"{t.up} PARTITION changes rows without row events; re-snapshot the table")
+            raise SqlParseError(f"{t.up} PARTITION changes rows without row events; re-snapshot the table")
         elif (t := c.peek()) is not None and t.up in _IGNORED_ALTER_WORDS:
             pass  # table options, algorithm/lock, partitioning, keys, tablespaces
         else:
-            raise _ParseError(f"unsupported ALTER TABLE clause {cur.text(spec[0], spec[-1])!r}")
+            raise SqlParseError(f"unsupported ALTER TABLE clause {cur.text(spec[0], spec[-1])!r}")
         if not c.at_end() and _strict_spec(c, spec):
-            raise _ParseError(f"unexpected {c.peek_text()!r} in {cur.text(spec[0], spec[-1])!r}")
+            raise SqlParseError(f"unexpected {c.peek_text()!r} in {cur.text(spec[0], spec[-1])!r}")
     if changed:
         reg.put(key, schema.with_columns(columns, _pk_spelling(columns, pk)))
     if new_key is not None and new_key != key:
@@ -798,7 +610,7 @@ def _alter_table(cur: _Cursor, reg: _Registry) -> None:
         reg.outcome.column_renames[new_key or key] = final
 
 
-def _strict_spec(c: _Cursor, spec: list[_Tok]) -> bool:
+def _strict_spec(c: TokenCursor, spec: list[Token]) -> bool:
     """Specs whose whole text this parser reads (leftover tokens there mean a misread)."""
     head = " ".join(t.up for t in spec[:2])
     if head.startswith(("DROP INDEX", "DROP KEY", "DROP FOREIGN", "DROP CONSTRAINT", "DROP CHECK",
@@ -821,7 +633,7 @@ _IGNORED_ALTER_WORDS = {
 }
 
 
-def _starts_column(c: _Cursor) -> bool:
+def _starts_column(c: TokenCursor) -> bool:
     """After ADD without COLUMN: a column definition (or a parenthesised list of them)?"""
     t = c.peek()
     if t is None:
@@ -847,14 +659,14 @@ def _with_table_charset(d: _ColumnDef, schema: TableSchema, old: Column | None) 
     return replace(col, attrs={**col.attrs, "charset": _guess_table_charset(schema, old)})
 
 
-def _drop_table(cur: _Cursor, reg: _Registry) -> None:
+def _drop_table(cur: TokenCursor, reg: _Registry) -> None:
     if cur.accept("TEMPORARY"):
         return
     if not cur.accept("TABLE"):
         return  # DROP DATABASE/INDEX/VIEW/...: no table schema change we track
     cur.accept("IF", "EXISTS")
     while True:
-        key = reg.resolve(*cur.table_name())
+        key = reg.resolve(*cur.qualified_name())
         if reg.known(key):
             reg.drop(key)
         if not cur.accept_punct(","):
@@ -862,26 +674,26 @@ def _drop_table(cur: _Cursor, reg: _Registry) -> None:
     cur.accept("RESTRICT") or cur.accept("CASCADE")
 
 
-def _rename_table(cur: _Cursor, reg: _Registry) -> None:
+def _rename_table(cur: TokenCursor, reg: _Registry) -> None:
     if not cur.accept("TABLE"):
         return  # RENAME USER
     while True:
-        old = reg.resolve(*cur.table_name())
+        old = reg.resolve(*cur.qualified_name())
         if cur.accept("WAIT"):
             cur.next()
         cur.accept("NOWAIT")
         if not cur.accept("TO"):
-            raise _ParseError("RENAME TABLE needs TO")
-        new = reg.resolve(*cur.table_name())
+            raise SqlParseError("RENAME TABLE needs TO")
+        new = reg.resolve(*cur.qualified_name())
         if reg.known(old):
             reg.rename(old, new)
         if not cur.accept_punct(","):
             break
 
 
-def _truncate(cur: _Cursor, reg: _Registry) -> None:
+def _truncate(cur: TokenCursor, reg: _Registry) -> None:
     cur.accept("TABLE")
-    key = reg.resolve(*cur.table_name())
+    key = reg.resolve(*cur.qualified_name())
     if reg.known(key):
         reg.outcome.truncated.append(key)
 
@@ -894,8 +706,8 @@ def apply_ddl(statement: str, default_database: str | None, schemas: dict[str, T
     parser cannot read raises :class:`DdlParseError` (``position`` is filled in by the caller).
     """
     try:
-        toks = _tokenize(statement)
-        cur = _Cursor(statement, toks)
+        toks = tokenize(statement, MYSQL_DIALECT)
+        cur = TokenCursor(statement, toks)
         reg = _Registry(schemas, default_database)
         if cur.accept("CREATE"):
             _create_table(cur, reg)
@@ -908,5 +720,5 @@ def apply_ddl(statement: str, default_database: str | None, schemas: dict[str, T
         elif cur.accept("TRUNCATE"):
             _truncate(cur, reg)
         return reg.finish()
-    except _ParseError as exc:
+    except SqlParseError as exc:
         raise DdlParseError(statement, position="?", reason=str(exc)) from exc

@@ -16,6 +16,9 @@ table-shaping statements are parsed; physical clauses (storage, tablespace, LOB 
 partitioning, compression, logging) are skipped, and anything unexpected inside a column definition
 raises :class:`~cdclake.errors.DdlParseError` instead of being guessed.
 
+The tokenizer and token cursor are shared with the MySQL parser (:mod:`cdclake.sources.sqltokens`);
+Oracle's lexical rules are ``ORACLE_DIALECT`` below.
+
 >>> out = apply_ddl('ALTER TABLE "HR"."EMP" ADD (BONUS NUMBER(8,2) DEFAULT 0)',
 ...                 {"HR.EMP": TableSchema("HR", "EMP", [column_from_oracle("ID", "NUMBER(9)")], ["ID"])},
 ...                 "HR")
@@ -26,227 +29,31 @@ raises :class:`~cdclake.errors.DdlParseError` instead of being guessed.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from cdclake.errors import DdlParseError
 from cdclake.schema import Column, TableSchema
 from cdclake.sources.mysql.ddl import DdlOutcome
 from cdclake.sources.oracle.types import column_from_oracle
+from cdclake.sources.sqltokens import SqlDialect, SqlParseError, Token, TokenCursor, tokenize
 
-__all__ = ["DdlOutcome", "apply_ddl"]
-
-
-class _ParseError(Exception):
-    """Internal: turned into DdlParseError with the statement text."""
+__all__ = ["ORACLE_DIALECT", "DdlOutcome", "apply_ddl"]
 
 
-# ---- tokenizer -----------------------------------------------------------------------------------
+# ---- tokens --------------------------------------------------------------------------------------
 
-
-@dataclass(frozen=True)
-class _Tok:
-    kind: str  # 'word' | 'ident' (double-quoted) | 'str' | 'num' | 'punct'
-    text: str  # unquoted value for ident/str
-    start: int
-    end: int  # exclusive
-
-    @property
-    def up(self) -> str:
-        return self.text.upper() if self.kind == "word" else ""
-
-    def is_(self, *words: str) -> bool:
-        return self.kind == "word" and self.text.upper() in words
-
-    def is_punct(self, ch: str) -> bool:
-        return self.kind == "punct" and self.text == ch
-
-    @property
-    def is_name(self) -> bool:
-        return self.kind in ("word", "ident")
-
-    @property
-    def name(self) -> str:
-        """The identifier: unquoted names upper-cased, quoted names as written."""
-        return self.text.upper() if self.kind == "word" else self.text
-
-
-_WORD_RE = re.compile(r"[A-Za-z_\u0080-\uffff][A-Za-z0-9_$#\u0080-\uffff]*")
-_NUM_RE = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fFdD]?")
-_Q_CLOSE = {"[": "]", "{": "}", "<": ">", "(": ")"}
-
-
-def _tokenize(sql: str) -> list[_Tok]:
-    toks: list[_Tok] = []
-    i, n = 0, len(sql)
-    while i < n:
-        ch = sql[i]
-        if ch.isspace():
-            i += 1
-        elif sql.startswith("--", i):
-            end = sql.find("\n", i)
-            i = n if end < 0 else end + 1
-        elif sql.startswith("/*", i):
-            end = sql.find("*/", i + 2)
-            if end < 0:
-                raise _ParseError(f"unterminated comment at offset {i}")
-            i = end + 2
-        elif ch == '"':
-            end = sql.find('"', i + 1)
-            if end < 0:
-                raise _ParseError(f"unterminated quoted identifier at offset {i}")
-            if end == i + 1:
-                raise _ParseError(f"empty quoted identifier at offset {i}")
-            toks.append(_Tok("ident", sql[i + 1 : end], i, end + 1))
-            i = end + 1
-        elif (m := re.match(r"[nN]?[qQ]'(.)", sql[i:])) is not None:
-            # q'[...]' alternative quoting
-            open_ch = m.group(1)
-            close = _Q_CLOSE.get(open_ch, open_ch) + "'"
-            body_start = i + m.end()
-            end = sql.find(close, body_start)
-            if end < 0:
-                raise _ParseError(f"unterminated q-quoted string at offset {i}")
-            toks.append(_Tok("str", sql[body_start:end], i, end + 2))
-            i = end + 2
-        elif ch == "'" or (ch in "nN" and sql.startswith("'", i + 1)):
-            j = i + (2 if ch != "'" else 1)
-            value: list[str] = []
-            while True:
-                if j >= n:
-                    raise _ParseError(f"unterminated string at offset {i}")
-                if sql[j] == "'":
-                    if j + 1 < n and sql[j + 1] == "'":
-                        value.append("'")
-                        j += 2
-                        continue
-                    break
-                value.append(sql[j])
-                j += 1
-            toks.append(_Tok("str", "".join(value), i, j + 1))
-            i = j + 1
-        elif ch.isdigit() or (ch == "." and i + 1 < n and sql[i + 1].isdigit()):
-            m2 = _NUM_RE.match(sql, i)
-            assert m2 is not None
-            toks.append(_Tok("num", m2.group(0), i, m2.end()))
-            i = m2.end()
-        elif (m3 := _WORD_RE.match(sql, i)) is not None:
-            toks.append(_Tok("word", m3.group(0), i, m3.end()))
-            i = m3.end()
-        else:
-            toks.append(_Tok("punct", ch, i, i + 1))
-            i += 1
-    # A trailing ';' or SQL*Plus '/' ends the statement.
-    while toks and toks[-1].kind == "punct" and toks[-1].text in ";/":
-        toks.pop()
-    return toks
-
-
-class _Cursor:
-    def __init__(self, sql: str, toks: list[_Tok]) -> None:
-        self.sql = sql
-        self.toks = toks
-        self.i = 0
-
-    def peek(self, k: int = 0) -> _Tok | None:
-        j = self.i + k
-        return self.toks[j] if 0 <= j < len(self.toks) else None
-
-    def at_end(self) -> bool:
-        return self.i >= len(self.toks)
-
-    def next(self) -> _Tok:
-        tok = self.peek()
-        if tok is None:
-            raise _ParseError("unexpected end of statement")
-        self.i += 1
-        return tok
-
-    def peek_is(self, *words: str) -> bool:
-        tok = self.peek()
-        return tok is not None and tok.is_(*words)
-
-    def peek_punct(self, ch: str) -> bool:
-        tok = self.peek()
-        return tok is not None and tok.is_punct(ch)
-
-    def accept(self, *words: str) -> bool:
-        """Consume the word sequence ``words`` if it comes next."""
-        for k, w in enumerate(words):
-            tok = self.peek(k)
-            if tok is None or not tok.is_(w):
-                return False
-        self.i += len(words)
-        return True
-
-    def accept_any(self, *phrases: str) -> bool:
-        return any(self.accept(*p.split()) for p in phrases)
-
-    def accept_punct(self, ch: str) -> bool:
-        if self.peek_punct(ch):
-            self.i += 1
-            return True
-        return False
-
-    def expect_punct(self, ch: str) -> None:
-        if not self.accept_punct(ch):
-            raise _ParseError(f"expected {ch!r} but found {self.peek_text()!r}")
-
-    def peek_text(self) -> str:
-        tok = self.peek()
-        return tok.text if tok is not None else "end of statement"
-
-    def name(self) -> str:
-        tok = self.next()
-        if not tok.is_name:
-            raise _ParseError(f"expected a name but found {tok.text!r}")
-        return tok.name
-
-    def qualified_name(self) -> tuple[str | None, str]:
-        first = self.name()
-        if self.accept_punct("."):
-            return first, self.name()
-        return None, first
-
-    def skip_group(self) -> None:
-        self.split_group()
-
-    def split_group(self) -> list[list[_Tok]]:
-        """Consume ``( a, b(c, d), e )`` and return its depth-0 comma-separated items."""
-        self.expect_punct("(")
-        items: list[list[_Tok]] = [[]]
-        depth = 1
-        while True:
-            tok = self.next()
-            if tok.is_punct("("):
-                depth += 1
-            elif tok.is_punct(")"):
-                depth -= 1
-                if depth == 0:
-                    return [it for it in items if it]
-            elif tok.is_punct(",") and depth == 1:
-                items.append([])
-                continue
-            items[-1].append(tok)
-
-    def skip_one(self) -> None:
-        """Skip one token, or a whole ``( ... )`` group."""
-        if self.peek_punct("("):
-            self.skip_group()
-        elif self.peek_punct(")"):
-            raise _ParseError("unbalanced ')'")
-        else:
-            self.next()
-
-    def take_until(self, stop: Callable[[_Cursor], bool]) -> list[_Tok]:
-        """Tokens up to (not including) the first depth-0 position where ``stop(self)`` holds."""
-        start = self.i
-        while not self.at_end() and not stop(self):
-            self.skip_one()
-        return self.toks[start : self.i]
-
-    def text(self, first: _Tok, last: _Tok) -> str:
-        return self.sql[first.start : last.end]
+# Oracle's lexical rules for the shared tokenizer: unquoted names are stored upper-cased, "quoted"
+# ones as written; q'[...]' and N'...' strings; a trailing ';' or SQL*Plus '/' ends the statement.
+ORACLE_DIALECT = SqlDialect(
+    doubled_quote_in_names=False,
+    empty_quoted_names=False,
+    unquoted_case="upper",
+    word_re=re.compile(r"[A-Za-z_\u0080-\uffff][A-Za-z0-9_$#\u0080-\uffff]*"),
+    number_re=re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fFdD]?"),
+    q_quotes=True,
+    national_prefix=True,
+    terminators=";/",
+)
 
 
 # ---- column definitions --------------------------------------------------------------------------
@@ -290,26 +97,26 @@ class _ColumnDef:
     def column(self) -> Column:
         if self.type_text is None:
             if not self.virtual:
-                raise _ParseError(f"column {self.name!r} has no type")
+                raise SqlParseError(f"column {self.name!r} has no type")
             # A virtual column may leave its type to the expression: unknown here, so unsupported.
             col = column_from_oracle(self.name, "UNDEFINED")
         else:
             try:
                 col = column_from_oracle(self.name, self.type_text)
             except ValueError as exc:
-                raise _ParseError(str(exc)) from exc
+                raise SqlParseError(str(exc)) from exc
         nullable = self.nullable if self.nullable is not None else not (self.primary_key or self.identity)
         attrs = {**col.attrs, "virtual": True} if self.virtual else col.attrs
         return replace(col, nullable=nullable, default=self.default, attrs=attrs)
 
 
-def _is_type_start(tok: _Tok | None) -> bool:
+def _is_type_start(tok: Token | None) -> bool:
     return tok is not None and tok.is_name and not (tok.kind == "word" and tok.up in _COLUMN_OPTION_WORDS)
 
 
-def _parse_column_def(sql: str, toks: list[_Tok], *, modify: bool = False) -> _ColumnDef:
+def _parse_column_def(sql: str, toks: list[Token], *, modify: bool = False) -> _ColumnDef:
     """One column definition (or, with ``modify``, a MODIFY item whose type and options are optional)."""
-    cur = _Cursor(sql, toks)
+    cur = TokenCursor(sql, toks)
     d = _ColumnDef(cur.name(), None)
     # The type: names, dots and argument groups up to the first option word.
     if _is_type_start(cur.peek()):
@@ -337,7 +144,7 @@ def _parse_column_def(sql: str, toks: list[_Tok], *, modify: bool = False) -> _C
                 cur.accept("FOR", "INSERT", "ONLY") or cur.accept("FOR", "INSERT", "AND", "UPDATE")
             first = cur.peek()
             if first is None:
-                raise _ParseError(f"column {d.name!r}: DEFAULT without a value")
+                raise SqlParseError(f"column {d.name!r}: DEFAULT without a value")
             cur.skip_one()
             while not cur.at_end() and not cur.peek_is(*_DEFAULT_STOP):
                 cur.skip_one()
@@ -346,11 +153,11 @@ def _parse_column_def(sql: str, toks: list[_Tok], *, modify: bool = False) -> _C
             d.default_given = True
         elif cur.accept("GENERATED"):
             if not (cur.accept("ALWAYS") or cur.accept("BY", "DEFAULT")):
-                raise _ParseError(f"column {d.name!r}: expected ALWAYS or BY DEFAULT after GENERATED")
+                raise SqlParseError(f"column {d.name!r}: expected ALWAYS or BY DEFAULT after GENERATED")
             if cur.accept("ON", "NULL"):
                 cur.accept("FOR", "INSERT", "ONLY") or cur.accept("FOR", "INSERT", "AND", "UPDATE")
             if not cur.accept("AS"):
-                raise _ParseError(f"column {d.name!r}: expected AS after GENERATED")
+                raise SqlParseError(f"column {d.name!r}: expected AS after GENERATED")
             _generated_body(cur, d)
         elif cur.accept("AS"):
             _generated_body(cur, d)
@@ -381,13 +188,13 @@ def _parse_column_def(sql: str, toks: list[_Tok], *, modify: bool = False) -> _C
         elif _inline_constraint(cur, d):
             pass
         else:
-            raise _ParseError(f"column {d.name!r}: unexpected {cur.peek_text()!r}")
+            raise SqlParseError(f"column {d.name!r}: unexpected {cur.peek_text()!r}")
     if d.type_text is None and not d.virtual and not modify:
-        raise _ParseError(f"column {d.name!r} has no type")
+        raise SqlParseError(f"column {d.name!r} has no type")
     return d
 
 
-def _generated_body(cur: _Cursor, d: _ColumnDef) -> None:
+def _generated_body(cur: TokenCursor, d: _ColumnDef) -> None:
     """After ``[GENERATED ...] AS``: ``IDENTITY [(options) | options]`` or ``(expr) [VIRTUAL]``."""
     if cur.accept("IDENTITY"):
         d.identity = True
@@ -397,12 +204,12 @@ def _generated_body(cur: _Cursor, d: _ColumnDef) -> None:
             cur.next()
         return
     if not cur.peek_punct("("):
-        raise _ParseError(f"column {d.name!r}: expected IDENTITY or (expression) after AS")
+        raise SqlParseError(f"column {d.name!r}: expected IDENTITY or (expression) after AS")
     cur.skip_group()
     d.virtual = True
 
 
-def _inline_constraint(cur: _Cursor, d: _ColumnDef) -> bool:
+def _inline_constraint(cur: TokenCursor, d: _ColumnDef) -> bool:
     """Consume one inline constraint or constraint-state word; False if none comes next."""
     start = cur.i
     if cur.accept("CONSTRAINT"):
@@ -423,15 +230,15 @@ def _inline_constraint(cur: _Cursor, d: _ColumnDef) -> bool:
         if cur.peek_punct("("):
             cur.skip_group()
         if cur.accept("ON", "DELETE") and not (cur.accept("CASCADE") or cur.accept("SET", "NULL")):
-            raise _ParseError(f"column {d.name!r}: unexpected ON DELETE {cur.peek_text()!r}")
+            raise SqlParseError(f"column {d.name!r}: unexpected ON DELETE {cur.peek_text()!r}")
     elif cur.i > start:
-        raise _ParseError(f"column {d.name!r}: unexpected {cur.peek_text()!r} after CONSTRAINT")
+        raise SqlParseError(f"column {d.name!r}: unexpected {cur.peek_text()!r} after CONSTRAINT")
     elif not _constraint_state(cur):
         return False
     return True
 
 
-def _constraint_state(cur: _Cursor) -> bool:
+def _constraint_state(cur: TokenCursor) -> bool:
     if cur.accept_any("ENABLE", "DISABLE", "VALIDATE", "NOVALIDATE", "RELY", "NORELY", "NOT DEFERRABLE",
                       "DEFERRABLE", "INITIALLY IMMEDIATE", "INITIALLY DEFERRED"):
         return True
@@ -447,16 +254,16 @@ def _constraint_state(cur: _Cursor) -> bool:
     return False
 
 
-def _key_columns(items: list[list[_Tok]]) -> list[str]:
+def _key_columns(items: list[list[Token]]) -> list[str]:
     names = []
     for item in items:
         if len(item) != 1 or not item[0].is_name:
-            raise _ParseError("unsupported primary key column list")
+            raise SqlParseError("unsupported primary key column list")
         names.append(item[0].name)
     return names
 
 
-def _constraint_item(cur: _Cursor) -> list[str] | None:
+def _constraint_item(cur: TokenCursor) -> list[str] | None:
     """An out-of-line constraint at the cursor: its primary key columns, or None for other kinds.
 
     The cursor must be at ``CONSTRAINT``/``PRIMARY``/``UNIQUE``/``FOREIGN``/``CHECK``; the rest of
@@ -468,7 +275,7 @@ def _constraint_item(cur: _Cursor) -> list[str] | None:
         return _key_columns(cur.split_group())
     if cur.accept("UNIQUE") or cur.accept("FOREIGN", "KEY") or cur.accept("CHECK"):
         return None
-    raise _ParseError(f"unsupported constraint {cur.peek_text()!r}")
+    raise SqlParseError(f"unsupported constraint {cur.peek_text()!r}")
 
 
 _CONSTRAINT_START = ("CONSTRAINT", "PRIMARY", "UNIQUE", "FOREIGN", "CHECK")
@@ -490,7 +297,7 @@ class _Registry:
     def resolve(self, owner: str | None, table: str) -> tuple[str, str, str]:
         owner = owner or self.default_schema
         if owner is None:
-            raise _ParseError(f"table {table!r} has no owner and there is no default schema")
+            raise SqlParseError(f"table {table!r} has no owner and there is no default schema")
         return f"{owner}.{table}", owner, table
 
     def known(self, key: str) -> bool:
@@ -507,7 +314,7 @@ class _Registry:
 
     def rename(self, old: str, new: str, owner: str, table: str) -> None:
         if new in self.current:
-            raise _ParseError(f"rename to {new!r}: that table exists already")
+            raise SqlParseError(f"rename to {new!r}: that table exists already")
         schema = self.current.pop(old)
         origin = self._origin.pop(old, old)
         self.current[new] = schema.renamed(owner, table)
@@ -537,7 +344,7 @@ class _Registry:
 # ---- CREATE TABLE --------------------------------------------------------------------------------
 
 
-def _create(cur: _Cursor, reg: _Registry) -> None:
+def _create(cur: TokenCursor, reg: _Registry) -> None:
     cur.accept("OR", "REPLACE")
     if cur.accept("GLOBAL", "TEMPORARY") or cur.accept("PRIVATE", "TEMPORARY"):
         return  # session data, never captured
@@ -551,9 +358,9 @@ def _create(cur: _Cursor, reg: _Registry) -> None:
         cur.expect_punct("=")
         cur.next()
     if cur.accept("OF"):
-        raise _ParseError("object tables (CREATE TABLE ... OF type) are not supported")
+        raise SqlParseError("object tables (CREATE TABLE ... OF type) are not supported")
     if not cur.peek_punct("("):
-        raise _ParseError("CREATE TABLE without a column list (CREATE TABLE ... AS SELECT) is not supported: "
+        raise SqlParseError("CREATE TABLE without a column list (CREATE TABLE ... AS SELECT) is not supported: "
                           "its column types are not in the statement; re-snapshot the table")
     items = cur.split_group()
     # Everything after the column list is physical (segment, storage, tablespace, LOB storage,
@@ -569,12 +376,12 @@ def _create(cur: _Cursor, reg: _Registry) -> None:
             and not (before is not None and before.is_("STORE"))  # LOB (c) STORE AS (...)
             and (after.is_("SELECT", "WITH") or after.is_punct("("))
         ):
-            raise _ParseError("CREATE TABLE ... AS SELECT is not supported: its column types are not in the "
+            raise SqlParseError("CREATE TABLE ... AS SELECT is not supported: its column types are not in the "
                               "statement; re-snapshot the table")
     columns: list[Column] = []
     pk: list[str] = []
     for item in items:
-        c = _Cursor(cur.sql, item)
+        c = TokenCursor(cur.sql, item)
         if c.peek_is(*_CONSTRAINT_START):
             found = _constraint_item(c)
             if found is not None:
@@ -586,12 +393,12 @@ def _create(cur: _Cursor, reg: _Registry) -> None:
         else:
             d = _parse_column_def(cur.sql, item)
             if any(col.name == d.name for col in columns):
-                raise _ParseError(f"duplicate column {d.name!r}")
+                raise SqlParseError(f"duplicate column {d.name!r}")
             columns.append(d.column())
             if d.primary_key:
                 pk = [d.name]
     if not columns:
-        raise _ParseError("CREATE TABLE has no columns")
+        raise SqlParseError("CREATE TABLE has no columns")
     reg.put(key, TableSchema(owner, table, _not_null_key(columns, pk), _check_key(columns, pk)))
 
 
@@ -599,7 +406,7 @@ def _check_key(columns: list[Column], pk: list[str]) -> list[str]:
     names = {c.name for c in columns}
     for p in pk:
         if p not in names:
-            raise _ParseError(f"primary key names unknown column {p!r}")
+            raise SqlParseError(f"primary key names unknown column {p!r}")
     return list(pk)
 
 
@@ -623,7 +430,7 @@ _IGNORED_ALTER_WORDS = {
 _DATA_PARTITION_OPS = {"TRUNCATE", "EXCHANGE"}
 
 
-def _at_clause(c: _Cursor) -> bool:
+def _at_clause(c: TokenCursor) -> bool:
     """Does a new ALTER TABLE clause start at the cursor?"""
     t = c.peek()
     if t is None or t.kind != "word":
@@ -646,12 +453,12 @@ def _at_clause(c: _Cursor) -> bool:
     return False
 
 
-def _skip_clause(c: _Cursor) -> None:
+def _skip_clause(c: TokenCursor) -> None:
     c.skip_one()
     c.take_until(_at_clause)
 
 
-def _alter(cur: _Cursor, reg: _Registry) -> None:
+def _alter(cur: TokenCursor, reg: _Registry) -> None:
     if not cur.accept("TABLE"):
         return  # ALTER INDEX/SEQUENCE/SESSION/SYSTEM/USER/VIEW/...
     cur.accept("IF", "EXISTS")
@@ -672,7 +479,7 @@ def _alter(cur: _Cursor, reg: _Registry) -> None:
             names = cur.split_group() if cur.peek_punct("(") else None
             if names is None:
                 if not cur.accept("COLUMN"):
-                    raise _ParseError("SET UNUSED needs COLUMN or a column list")
+                    raise SqlParseError("SET UNUSED needs COLUMN or a column list")
                 st.drop([cur.name()])
             else:
                 st.drop(_key_columns(names))
@@ -681,7 +488,7 @@ def _alter(cur: _Cursor, reg: _Registry) -> None:
             if cur.accept("COLUMN"):
                 old = cur.name()
                 if not cur.accept("TO"):
-                    raise _ParseError("RENAME COLUMN needs TO")
+                    raise SqlParseError("RENAME COLUMN needs TO")
                 st.rename(old, cur.name())
             elif cur.accept("TO"):
                 new_owner, new_table = cur.qualified_name()
@@ -689,14 +496,14 @@ def _alter(cur: _Cursor, reg: _Registry) -> None:
             elif cur.peek_is("CONSTRAINT", "PARTITION", "SUBPARTITION"):
                 _skip_clause(cur)
             else:
-                raise _ParseError(f"unsupported RENAME {cur.peek_text()!r}")
+                raise SqlParseError(f"unsupported RENAME {cur.peek_text()!r}")
         elif (t := cur.peek()) is not None and t.up in _DATA_PARTITION_OPS and _at_clause(cur):
-            raise _ParseError(f"{t.up} PARTITION changes rows without row changes in the redo; "
+            raise SqlParseError(f"{t.up} PARTITION changes rows without row changes in the redo; "
                               "re-snapshot the table")
         elif (t := cur.peek()) is not None and t.up in _IGNORED_ALTER_WORDS:
             _skip_clause(cur)
         else:
-            raise _ParseError(f"unsupported ALTER TABLE clause at {cur.peek_text()!r}")
+            raise SqlParseError(f"unsupported ALTER TABLE clause at {cur.peek_text()!r}")
     if st.changed:
         reg.put(key, schema.with_columns(_not_null_key(st.columns, st.pk), _check_key(st.columns, st.pk)))
     if st.renames:
@@ -722,7 +529,7 @@ class _AlterState:
 
     def add(self, d: _ColumnDef) -> None:
         if self.index(d.name) >= 0:
-            raise _ParseError(f"ADD {d.name!r}: the column exists already")
+            raise SqlParseError(f"ADD {d.name!r}: the column exists already")
         self.columns.append(d.column())
         if d.primary_key:
             self.pk = [d.name]
@@ -732,7 +539,7 @@ class _AlterState:
         for name in names:
             k = self.index(name)
             if k < 0:
-                raise _ParseError(f"DROP names unknown column {name!r}")
+                raise SqlParseError(f"DROP names unknown column {name!r}")
             del self.columns[k]
             if name in self.pk:
                 self.pk = []  # dropping a key column drops the primary key (CASCADE CONSTRAINTS)
@@ -742,9 +549,9 @@ class _AlterState:
     def rename(self, old: str, new: str) -> None:
         k = self.index(old)
         if k < 0:
-            raise _ParseError(f"RENAME COLUMN names unknown column {old!r}")
+            raise SqlParseError(f"RENAME COLUMN names unknown column {old!r}")
         if self.index(new) >= 0:
-            raise _ParseError(f"RENAME COLUMN to an existing column name {new!r}")
+            raise SqlParseError(f"RENAME COLUMN to an existing column name {new!r}")
         self.columns[k] = replace(self.columns[k], name=new)
         self.pk = [new if p == old else p for p in self.pk]
         origin = next((o for o, n in self.renames.items() if n == old), old)
@@ -756,14 +563,14 @@ class _AlterState:
     def modify(self, d: _ColumnDef) -> None:
         k = self.index(d.name)
         if k < 0:
-            raise _ParseError(f"MODIFY names unknown column {d.name!r}")
+            raise SqlParseError(f"MODIFY names unknown column {d.name!r}")
         old = self.columns[k]
         col = old
         if d.type_text is not None:
             try:
                 col = column_from_oracle(old.name, d.type_text)
             except ValueError as exc:
-                raise _ParseError(str(exc)) from exc
+                raise SqlParseError(str(exc)) from exc
             if old.attrs.get("virtual"):
                 col = replace(col, attrs={**col.attrs, "virtual": True})
         nullable = old.nullable if d.nullable is None else d.nullable
@@ -774,19 +581,19 @@ class _AlterState:
         self.changed = True
 
 
-def _column_tokens(cur: _Cursor) -> list[_Tok]:
+def _column_tokens(cur: TokenCursor) -> list[Token]:
     """An unparenthesised column definition in ALTER TABLE: up to the next clause."""
     toks = cur.take_until(_at_clause)
     if not toks:
-        raise _ParseError("missing column definition")
+        raise SqlParseError("missing column definition")
     return toks
 
 
-def _alter_add(cur: _Cursor, st: _AlterState) -> None:
+def _alter_add(cur: TokenCursor, st: _AlterState) -> None:
     cur.accept("IF", "NOT", "EXISTS")
     if cur.peek_punct("("):
         for item in cur.split_group():
-            c = _Cursor(cur.sql, item)
+            c = TokenCursor(cur.sql, item)
             if c.peek_is(*_CONSTRAINT_START):
                 found = _constraint_item(c)
                 if found is not None:
@@ -805,7 +612,7 @@ def _alter_add(cur: _Cursor, st: _AlterState) -> None:
         st.add(_parse_column_def(cur.sql, _column_tokens(cur)))
 
 
-def _alter_modify(cur: _Cursor, st: _AlterState) -> None:
+def _alter_modify(cur: TokenCursor, st: _AlterState) -> None:
     if cur.peek_punct("("):
         for item in cur.split_group():
             st.modify(_parse_column_def(cur.sql, item, modify=True))
@@ -817,7 +624,7 @@ def _alter_modify(cur: _Cursor, st: _AlterState) -> None:
         st.modify(_parse_column_def(cur.sql, _column_tokens(cur), modify=True))
 
 
-def _alter_drop(cur: _Cursor, st: _AlterState) -> None:
+def _alter_drop(cur: TokenCursor, st: _AlterState) -> None:
     if cur.accept("COLUMN"):
         st.drop([cur.name()])
         cur.take_until(_at_clause)  # CASCADE CONSTRAINTS, INVALIDATE, CHECKPOINT n, ONLINE
@@ -828,20 +635,20 @@ def _alter_drop(cur: _Cursor, st: _AlterState) -> None:
         st.pk, st.changed = [], True
         cur.take_until(_at_clause)  # CASCADE, KEEP/DROP INDEX, ONLINE
     elif cur.peek_is("PARTITION", "SUBPARTITION"):
-        raise _ParseError("DROP PARTITION removes rows without row changes in the redo; re-snapshot the table")
+        raise SqlParseError("DROP PARTITION removes rows without row changes in the redo; re-snapshot the table")
     elif cur.peek_is("CONSTRAINT", "UNIQUE", "SUPPLEMENTAL", "PERIOD", "INDEX", "UNUSED", "COLUMNS", "CHECK",
                      "FOREIGN", "CLUSTERING", "ATTRIBUTE"):
         # DROP CONSTRAINT <name>: constraint names are not tracked, so a primary key dropped by name
         # stays the merge key (its columns still identify rows).
         _skip_clause(cur)
     else:
-        raise _ParseError(f"unsupported DROP {cur.peek_text()!r}")
+        raise SqlParseError(f"unsupported DROP {cur.peek_text()!r}")
 
 
 # ---- DROP / TRUNCATE / RENAME / FLASHBACK --------------------------------------------------------
 
 
-def _drop(cur: _Cursor, reg: _Registry) -> None:
+def _drop(cur: TokenCursor, reg: _Registry) -> None:
     if not cur.accept("TABLE"):
         return  # DROP INDEX/VIEW/SEQUENCE/USER/...
     cur.accept("IF", "EXISTS")
@@ -851,7 +658,7 @@ def _drop(cur: _Cursor, reg: _Registry) -> None:
         reg.drop(key)
 
 
-def _truncate(cur: _Cursor, reg: _Registry) -> None:
+def _truncate(cur: TokenCursor, reg: _Registry) -> None:
     if not cur.accept("TABLE"):
         return  # TRUNCATE CLUSTER
     key, _owner, _table = reg.resolve(*cur.qualified_name())
@@ -859,25 +666,25 @@ def _truncate(cur: _Cursor, reg: _Registry) -> None:
         reg.outcome.truncated.append(key)
 
 
-def _rename(cur: _Cursor, reg: _Registry) -> None:
+def _rename(cur: TokenCursor, reg: _Registry) -> None:
     old, old_owner, _t = reg.resolve(*cur.qualified_name())
     if not cur.accept("TO"):
-        raise _ParseError("RENAME needs TO")
+        raise SqlParseError("RENAME needs TO")
     new_owner, new_table = cur.qualified_name()
     new = reg.resolve(new_owner or old_owner, new_table)
     if not cur.at_end():
-        raise _ParseError(f"unexpected {cur.peek_text()!r} after RENAME")
+        raise SqlParseError(f"unexpected {cur.peek_text()!r} after RENAME")
     if reg.known(old) and new[0] != old:
         reg.rename(old, *new)
 
 
-def _flashback(cur: _Cursor, reg: _Registry) -> None:
+def _flashback(cur: TokenCursor, reg: _Registry) -> None:
     if not cur.accept("TABLE"):
         return  # FLASHBACK DATABASE is not a table change the redo shows
     while not cur.at_end() and not cur.peek_is("TO"):
         cur.next()
     if cur.accept("TO", "BEFORE", "DROP"):
-        raise _ParseError("FLASHBACK TABLE ... TO BEFORE DROP restores a table and its rows without row "
+        raise SqlParseError("FLASHBACK TABLE ... TO BEFORE DROP restores a table and its rows without row "
                           "changes in the redo; re-snapshot the table")
     # TO SCN/TIMESTAMP/RESTORE POINT: the rows it changes are logged as DML; no schema change.
 
@@ -899,10 +706,10 @@ def apply_ddl(statement: str, schemas: dict[str, TableSchema], default_schema: s
     :class:`DdlParseError` (``position`` is filled in by the caller).
     """
     try:
-        toks = _tokenize(statement)
+        toks = tokenize(statement, ORACLE_DIALECT)
         if not toks:
-            raise _ParseError("empty statement")
-        cur = _Cursor(statement, toks)
+            raise SqlParseError("empty statement")
+        cur = TokenCursor(statement, toks)
         reg = _Registry(schemas, default_schema)
         if cur.accept("CREATE"):
             _create(cur, reg)
@@ -917,7 +724,7 @@ def apply_ddl(statement: str, schemas: dict[str, TableSchema], default_schema: s
         elif cur.accept("FLASHBACK"):
             _flashback(cur, reg)
         elif not cur.peek_is(*_NON_SCHEMA_VERBS):
-            raise _ParseError(f"not a DDL statement this parser knows (starts with {cur.peek_text()!r})")
+            raise SqlParseError(f"not a DDL statement this parser knows (starts with {cur.peek_text()!r})")
         return reg.finish()
-    except _ParseError as exc:
+    except SqlParseError as exc:
         raise DdlParseError(statement, position="?", reason=str(exc)) from exc
