@@ -6,9 +6,10 @@ rollbacks; with it off, those values are unavailable and never overwrite the lak
 from __future__ import annotations
 
 import pytest
-from cdclake.testing.logminer_sim import SimulatedOracle
+from cdclake.sources.oracle import queries as Q
+from cdclake.testing.logminer_sim import I_OP, I_SCN, SimulatedOracle
 
-from tests.integration.oracle_helpers import assert_lake_equals_simulated, bronze_markers, drain, oracle_pipeline
+from tests.integration.oracle_helpers import assert_lake_equals_simulated, bronze_markers, oracle_pipeline
 
 pytestmark = pytest.mark.integration
 
@@ -22,7 +23,7 @@ LONG_BYTES = bytes(range(256)) * 10  # 2560 bytes: over 2000
 
 
 def extended_db() -> SimulatedOracle:
-    db = SimulatedOracle(threads=2, seed=61, max_string_size="EXTENDED", lob_chunk=700, lob_inline_max=200)
+    db = SimulatedOracle(threads=2, seed=61, max_string_size="EXTENDED", lob_chunk=300, lob_inline_max=200)
     db.create_table("APP", "DOCS", COLUMNS, ["ID"])
     tx = db.begin()
     tx.insert("APP", "DOCS", {"ID": 1, "TITLE": "one", "DOC": SHORT_DOC, "BIG": "small", "BIN": b"\x01\x02"})
@@ -33,15 +34,15 @@ def extended_db() -> SimulatedOracle:
 
 def test_xml_and_extended_strings_are_rebuilt_when_lob_capture_is_on(spark, tmp_path):  # type: ignore[no-untyped-def]
     db = extended_db()
-    small = "lob: true\nbatch_size_min: 20\nbatch_size_default: 30\nbatch_size_increment: 10\nbatch_size_max: 40"
-    pipeline = oracle_pipeline(spark, db, tmp_path, mining=small)
+    # the first window is one LogMiner batch of 20 SCNs: it ends inside transaction A's 32K_WRITE rows
+    batches = "lob: true\nbatch_size_min: 10\nbatch_size_default: 20\nbatch_size_increment: 50\nbatch_size_max: 200"
+    pipeline = oracle_pipeline(spark, db, tmp_path, mining=batches)
     pipeline.snapshot()
 
-    a = db.begin(thread=1)  # open across a window end: its pieces wait in the in-flight buffer
+    a = db.begin(thread=1)  # its pieces wait in the in-flight buffer across the window end
     a.insert("APP", "DOCS", {"ID": 3, "TITLE": "three", "DOC": LONG_DOC[::-1], "BIG": LONG_TEXT[::-1],
                              "BIN": LONG_BYTES[::-1]})
     a.update("APP", "DOCS", {"ID": 1}, {"TITLE": "one'", "BIG": LONG_TEXT.upper()})
-    pipeline.mine()
     a.update("APP", "DOCS", {"ID": 2}, {"DOC": SHORT_DOC})  # an XML-only update: no UPDATE row
     a.update("APP", "DOCS", {"ID": 2}, {"BIN": LONG_BYTES[7:]})  # RAW-only update
     a.update("APP", "DOCS", {"ID": 1}, {"DOC": LONG_DOC.replace("été", "hiver")})
@@ -62,8 +63,14 @@ def test_xml_and_extended_strings_are_rebuilt_when_lob_capture_is_on(spark, tmp_
     c.insert("APP", "DOCS", {"ID": 4, "TITLE": "four", "DOC": SHORT_DOC, "BIG": LONG_TEXT, "BIN": b"\x00"})
     c.commit()
 
-    windows = drain(pipeline, max_events=40)  # small windows cut through the piece sequences
-    assert windows >= 2 and bronze_markers(spark, pipeline)[0]["open_transactions"] == 1
+    pipeline.mine(max_events=1)  # stops after its first batch
+    pipeline.mine()
+    first = bronze_markers(spark, pipeline)[0]
+    cut = int(first["mined_to_scn"])
+    sequences = [(r[I_SCN], r[I_OP]) for r in db.redo() if r[I_OP] in (Q.OP_EXT_STRING_BEGIN, Q.OP_EXT_STRING_END)]
+    inside = any(b < cut < e for (b, op_b), (e, op_e) in zip(sequences, sequences[1:], strict=False)
+                 if (op_b, op_e) == (Q.OP_EXT_STRING_BEGIN, Q.OP_EXT_STRING_END))
+    assert first["open_transactions"] == 1 and inside, (cut, sequences[:6])
     assert_lake_equals_simulated(spark, pipeline, db, ["APP.DOCS"])
     got = {r["ID"]: r for r in spark.read.format("delta").load(pipeline.layout.target("APP.DOCS")).collect()}
     assert got[3]["DOC"] is None and got[3]["BIG"] == LONG_TEXT[::-1] and bytes(got[3]["BIN"]) == LONG_BYTES[::-1]
