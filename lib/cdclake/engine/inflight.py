@@ -49,6 +49,7 @@ TRANSACTIONS_DDL = (
     "tables ARRAY<STRING>, recorded_at TIMESTAMP"
 )
 COMMITTED, ROLLED_BACK, ABANDONED = "committed", "rolled_back", "abandoned"
+_BROADCAST_UNDO_KEYS = 1_000_000  # more partial-rollback groups than this are joined by shuffle
 
 
 @dataclass
@@ -58,6 +59,13 @@ class Assembly:
     ended: DataFrame  # transactions columns
     errors: DataFrame  # 'error' rows of the window: they stop the run whatever their transaction
     stats: dict[str, Any] = field(default_factory=dict)
+    cached: list[DataFrame] = field(default_factory=list)
+
+    def release(self) -> None:
+        """Drop the cached intermediate frames (after the window's rows are written)."""
+        for frame in self.cached:
+            frame.unpersist()
+        self.cached.clear()
 
 
 class InflightBuffer:
@@ -100,19 +108,32 @@ class InflightBuffer:
         ends = rows.where(f"kind IN ('{KIND_COMMIT}', '{KIND_ROLLBACK}')").select(
             "txid", F.col("kind").alias("end_kind"), F.col("ordinal").alias("end_ordinal"),
             F.col("position").alias("end_position"), F.col("event_ts").alias("end_ts"))
-        changes = pending.unionByName(window_changes)
-        ended = changes.join(ends, "txid")  # rows of transactions that end in this window
+        # Every change row, tagged with how its transaction ends in this window (null: still open).
+        # Cached: the committed rows, the transactions table, the in-flight buffer and the window's
+        # statistics all read it, and recomputing it means re-reading the window and the buffer.
+        from pyspark import StorageLevel
+
+        tagged = pending.unionByName(window_changes).join(ends, "txid", "left").persist(
+            StorageLevel.MEMORY_AND_DISK)
+        ended = tagged.where("end_kind IS NOT NULL")  # rows of transactions that end in this window
         committed_rows = ended.where(f"end_kind = '{KIND_COMMIT}'")
 
         # Partial rollbacks: only (txid, locator) groups that hold an undo row need the stack walk.
+        # They are rare: counted first (on the cached rows), so a window without any costs no shuffle.
         group = ["txid", "__loc"]
         committed_rows = committed_rows.withColumn("__loc", F.coalesce("locator", "source_table"))
-        has_undo = F.max(F.when(F.col("kind") == KIND_UNDO, 1).otherwise(0)).over(Window.partitionBy(*group))
-        flagged = committed_rows.withColumn("__has_undo", has_undo)
-        plain = flagged.where("__has_undo = 0").drop("__has_undo")
-        undone = flagged.where("__has_undo = 1").drop("__has_undo")
-        undone = undone.groupBy(*group).applyInPandas(_apply_undo, schema=undone.schema)
-        survivors = plain.unionByName(undone).where(f"kind IN ('{KIND_CHANGE}', '{KIND_PIECE}')").drop("__loc")
+        undo_rows = committed_rows.where(f"kind = '{KIND_UNDO}'").count()
+        if undo_rows == 0:
+            survivors = committed_rows
+        else:
+            undo_keys = committed_rows.where(f"kind = '{KIND_UNDO}'").select(*group).distinct()
+            if undo_rows <= _BROADCAST_UNDO_KEYS:
+                undo_keys = F.broadcast(undo_keys)
+            plain = committed_rows.join(undo_keys, group, "left_anti")
+            undone = committed_rows.join(undo_keys, group, "left_semi")
+            undone = undone.groupBy(*group).applyInPandas(_apply_undo, schema=undone.schema)
+            survivors = plain.unionByName(undone)
+        survivors = survivors.where(f"kind IN ('{KIND_CHANGE}', '{KIND_PIECE}')").drop("__loc")
         if assemble_pieces is not None:
             survivors = assemble_pieces(survivors)
         survivors = survivors.where(f"kind = '{KIND_CHANGE}'")
@@ -135,8 +156,8 @@ class InflightBuffer:
         ).select(*BRONZE_COLUMNS, "error", "raw")
 
         # Transactions still open after this window, and which of them outlived the retention.
-        new_open = window_changes.join(ends.select("txid"), "txid", "left_anti")
-        open_all = pending.unionByName(new_open).join(ends.select("txid"), "txid", "left_anti")
+        open_all = tagged.where("end_kind IS NULL").select(*LOG_ROWS_COLUMNS)
+        new_open = open_all.where(f"window_id = {k}")
         summary = open_all.groupBy("txid").agg(
             F.min("window_id").alias("first_window"), F.min("ordinal").alias("first_ordinal"),
             F.min_by("position", F.struct("window_id", "idx")).alias("first_position"),
@@ -172,7 +193,7 @@ class InflightBuffer:
         # A commit of a transaction abandoned earlier: its changes are lost; report it loudly.
         late = rows.where(f"kind = '{KIND_COMMIT}'").join(abandoned_before, "txid")
         return Assembly(committed, new_inflight, ended_rows, errors,
-                        {"open": open_all, "abandoned": abandoned, "late_commits": late})
+                        {"open": open_all, "abandoned": abandoned, "late_commits": late}, [tagged])
 
     def record(self, window_id: int, assembly: Assembly) -> None:
         """Append the window's open changes and ended transactions (each idempotent per window)."""

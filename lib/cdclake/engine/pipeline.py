@@ -65,7 +65,7 @@ from cdclake.engine.lake import (
     read_delta,
 )
 from cdclake.engine.lock import pipeline_lock
-from cdclake.engine.target import TargetTables
+from cdclake.engine.target import ParsedChanges, TargetTables
 from cdclake.errors import CdcError
 from cdclake.schema import TableSchema
 from cdclake.sources.base import Ddl, FrameSource, Position, Source, WindowEnd
@@ -403,7 +403,7 @@ class Pipeline:
         buffer = InflightBuffer(self.spark, self.layout, self.config.pipeline)
         buffer.ensure()
         retention = self.config.mining.transaction_retention_s
-        end_ts = rows.agg(F.max("event_ts")).first()[0]
+        end_ts = rows.agg(F.max("event_ts")).first()[0] if retention is not None else None
         assembly = buffer.assemble(wid, rows, floors, None if retention is None else timedelta(seconds=retention),
                                    end_ts, self.source.assemble_pieces)
         assembly.committed.write.mode("overwrite").parquet(f"{staging}/committed")
@@ -460,6 +460,7 @@ class Pipeline:
         )
         report.phase("bronze")
         crash_point("bronze")
+        assembly.release()
         self.source.release()
         hadoop_delete(self.spark, staging)
         report.events, report.transactions = marker["events"], marker["transactions"]
@@ -501,10 +502,14 @@ class Pipeline:
         try:
             truncates: dict[str, list[int]] = {}
             counts: dict[str, int] = {}
-            for r in bronze.groupBy("source_table").count().collect():
-                counts[r.source_table] = int(r["count"])
-            for r in bronze.where("op = 't'").select("source_table", "seq").collect():
-                truncates.setdefault(r.source_table, []).append(int(r.seq))
+            from pyspark.sql import functions as F
+
+            per_table = bronze.groupBy("source_table").agg(
+                F.count(F.lit(1)).alias("n"), F.collect_list(F.when(F.col("op") == "t", F.col("seq"))).alias("t"))
+            for r in per_table.collect():
+                counts[r.source_table] = int(r.n)
+                if r.t:
+                    truncates[r.source_table] = sorted(int(seq) for seq in r.t)
             entries = self.control.history_through_window(wid)
             ddl = [e for e in entries if e.window_id == wid and e.kind != SKIPPED]
             before = self.control.latest_per_table(self.control.before_window(entries, wid))
@@ -562,13 +567,18 @@ class Pipeline:
         for seq, kind, entry in [*barriers, (None, "end", None)]:
             segment = rows.where(f"seq > {lo}" + (f" AND seq < {seq}" if seq is not None else ""))
             step += 1
-            if schema is not None and not segment.isEmpty():
-                self._reject_undecodable(table, segment, schema, wid * MAX_STEPS_PER_WINDOW + step)
-                if not is_delta_table(self.spark, path):
-                    self.targets.create(path, schema)
-                self.targets.merge_changes(path, schema, self._key_columns(schema), segment, app_id,
-                                           wid * MAX_STEPS_PER_WINDOW + step)
-                crash_point("merge")
+            if schema is not None:
+                parsed = self.targets.parse_changes(segment, schema, self._key_columns(schema))
+                try:
+                    if parsed.rows:
+                        self._reject_undecodable(table, parsed, schema, wid * MAX_STEPS_PER_WINDOW + step)
+                        if not is_delta_table(self.spark, path):
+                            self.targets.create(path, schema)
+                        self.targets.merge_changes(path, schema, self._key_columns(schema), parsed, app_id,
+                                                   wid * MAX_STEPS_PER_WINDOW + step)
+                        crash_point("merge")
+                finally:
+                    parsed.release()
             if kind == "end":
                 break
             step += 1
@@ -588,11 +598,11 @@ class Pipeline:
                 schema = entry.schema
             lo = seq
 
-    def _reject_undecodable(self, table: str, segment: Any, schema: TableSchema, version: int) -> None:
+    def _reject_undecodable(self, table: str, parsed: ParsedChanges, schema: TableSchema, version: int) -> None:
         """Never merge what does not decode: record it as dead letters and stop the run."""
-        bad = self.targets.undecodable(segment, schema, self._key_columns(schema))
-        if bad.isEmpty():
+        if not parsed.undecodable:
             return
+        bad = self.targets.undecodable(parsed, schema, self._key_columns(schema))
         self.control.dead_letter_write(bad, f"{self._app_id(table)}:dead", version)
         first = bad.orderBy("seq").select("position").first()
         raise CdcError(

@@ -15,6 +15,7 @@ a delete is a version with ``__deleted = true``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Window
@@ -58,6 +59,20 @@ def typed_select(types: TypeMapper, schema: TableSchema, struct: str | None = No
         ref = f"{struct}.{quote(c.name)}" if struct else quote(c.name)
         out.append(f"{types.to_delta_sql(c, ref)} AS {quote(c.name)}")
     return out
+
+
+@dataclass
+class ParsedChanges:
+    """A change batch with its images decoded (``b``, ``a``), cached until :meth:`release`."""
+
+    frame: DataFrame
+    table: str
+    rows: int
+    undecodable: int
+    partial: bool  # some image lists columns under __unavailable
+
+    def release(self) -> None:
+        self.frame.unpersist()
 
 
 class TargetTables:
@@ -182,16 +197,35 @@ class TargetTables:
                 "*", *deleted, f"CAST(NULL AS DECIMAL(38,0)) AS `{VALID_TO}`")
             first.write.format("delta").mode("append").save(history_path(path))
 
-    def undecodable(self, events: DataFrame, schema: TableSchema, key_columns: list[str]) -> DataFrame:
-        """Bronze rows whose images do not decode with ``schema`` (dead-letter rows, with a reason)."""
-        canon = _escape(_canonical_ddl(self.types, schema))
-        parsed = events.selectExpr("*", f"from_json(before, '{canon}') AS b", f"from_json(after, '{canon}') AS a")
+    def parse_changes(self, events: DataFrame, schema: TableSchema, key_columns: list[str]) -> ParsedChanges:
+        """Decode a batch's images once (kept in memory/disk) with what the MERGE and the dead-letter
+        check both need: row count, undecodable count, and whether any image left columns out."""
+        canon = _canonical_ddl(self.types, schema)
+        omit = getattr(self.types, "images_may_omit_columns", False)
+        canon_a = canon + (f", `{UNAVAILABLE_KEY}` ARRAY<STRING>" if omit else "")
+        parsed = events.selectExpr(
+            "window_id", "source_table", "op", "seq", "position", "txid", "commit_ts", "before", "after",
+            f"from_json(before, '{_escape(canon)}') AS b", f"from_json(after, '{_escape(canon_a)}') AS a",
+        )
         broken = ["(after IS NOT NULL AND a IS NULL)", "(before IS NOT NULL AND b IS NULL)"]
         if schema.primary_key:  # a key that decodes to null cannot be merged
             for image in ("a", "b"):
                 nulls = " OR ".join(f"{image}.{quote(k)} IS NULL" for k in key_columns)
                 broken.append(f"({image} IS NOT NULL AND ({nulls}))")
-        return parsed.where(" OR ".join(broken)).selectExpr(
+        partial = f"a.`{UNAVAILABLE_KEY}` IS NOT NULL" if omit else "false"
+        frame = parsed.selectExpr("*", f"({' OR '.join(broken)}) AS `__bad`", f"{partial} AS `__partial`")
+        from pyspark import StorageLevel
+
+        frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+        stats = frame.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("__bad").cast("int")).alias("bad"),
+                          F.max(F.col("__partial").cast("int")).alias("partial")).first()
+        return ParsedChanges(frame, schema.qualified_name, int(stats.n), int(stats.bad or 0), bool(stats.partial))
+
+    def undecodable(self, events: DataFrame | ParsedChanges, schema: TableSchema, key_columns: list[str]
+                    ) -> DataFrame:
+        """Bronze rows whose images do not decode with ``schema`` (dead-letter rows, with a reason)."""
+        parsed = events if isinstance(events, ParsedChanges) else self.parse_changes(events, schema, key_columns)
+        return parsed.frame.where("__bad").selectExpr(
             "window_id", "source_table", "seq", "position", "op",
             f"'images do not decode with schema of {_escape(schema.qualified_name)} (or key is null)' AS reason",
             "before", "after", "current_timestamp() AS recorded_at",
@@ -202,21 +236,16 @@ class TargetTables:
         path: str,
         schema: TableSchema,
         key_columns: list[str],
-        events: DataFrame,
+        events: DataFrame | ParsedChanges,
         app_id: str,
         version: int,
     ) -> None:
-        """MERGE bronze change rows (op, seq, position, txid, commit_ts, window_id, before, after)."""
-        canon = _canonical_ddl(self.types, schema)
+        """MERGE bronze change rows (op, seq, position, txid, commit_ts, window_id, before, after), or
+        the same rows already decoded by :meth:`parse_changes`."""
+        parsed = events if isinstance(events, ParsedChanges) else self.parse_changes(events, schema, key_columns)
         # Images may leave out columns the log did not supply (listed under __unavailable).
-        partial = getattr(self.types, "images_may_omit_columns", False) and not events.where(
-            F.col("after").contains(f'"{UNAVAILABLE_KEY}"')).isEmpty()
-        canon_a = canon + (f", `{UNAVAILABLE_KEY}` ARRAY<STRING>" if partial else "")
-        ev = events.selectExpr(
-            "op", "seq", "position", "txid", "commit_ts", "window_id",
-            f"from_json(before, '{_escape(canon)}') AS b",
-            f"from_json(after, '{_escape(canon_a)}') AS a",
-        )
+        partial = parsed.partial
+        ev = parsed.frame.select("op", "seq", "position", "txid", "commit_ts", "window_id", "b", "a")
         keys_a = " AND ".join(f"a.{quote(k)} <=> b.{quote(k)}" for k in key_columns)
         names = schema.column_names
 
@@ -275,6 +304,8 @@ class TargetTables:
         with idempotent_write(self.spark, app_id, version):
             self.spark.sql(sql)
         self.spark.catalog.dropTempView(view)
+        if parsed is not events:
+            parsed.release()
 
     def _fill_moved_rows(self, path: str, actions: DataFrame, names: list[str], key_columns: list[str]) -> DataFrame:
         """A key change whose image lacks values: take them from the target's row of the old key.

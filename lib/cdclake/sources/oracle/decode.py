@@ -31,7 +31,6 @@ from cdclake.engine.events import (
     KIND_PIECE,
     KIND_ROLLBACK,
     KIND_UNDO,
-    LOG_ROWS_COLUMNS,
     LOG_ROWS_DDL,
     UNAVAILABLE_KEY,
 )
@@ -159,37 +158,101 @@ class _Decoder:
         """(JSON image, error)."""
         if values is None:
             return None, None
-        import orjson
+        out, unavailable, error = self._canonical(values, None, None)
+        if error is not None:
+            return None, error
+        return self._json(out, unavailable, missing_is_unavailable), None
 
+    def update_images(self, before: dict[str, Any], after: dict[str, Any]
+                      ) -> tuple[str | None, str | None, str | None]:
+        """(before JSON, after JSON, error) of an update: the after image shares the WHERE values
+        (the same objects), so only the SET values are converted again."""
+        b_out, b_unavailable, error = self._canonical(before, None, None)
+        if error is not None:
+            return None, None, error
+        a_out, a_unavailable, error = self._canonical(after, before, b_out)
+        if error is not None:
+            return None, None, error
+        return (self._json(b_out, b_unavailable, False), self._json(a_out, a_unavailable, True), None)
+
+    def _canonical(self, values: dict[str, Any], shared: dict[str, Any] | None, shared_out: dict[str, Any] | None
+                   ) -> tuple[dict[str, Any], list[str], str | None]:
         out: dict[str, Any] = {}
         unavailable: list[str] = []
+        convert = self.convert
+        marker = self.unavailable
         for name, value in values.items():
-            conv = self.convert.get(name)
+            conv = convert.get(name)
             if conv is None:
-                return None, f"column {name!r} is not in {self.schema.qualified_name} (schema history)"
-            if value is self.unavailable:
+                return out, unavailable, f"column {name!r} is not in {self.schema.qualified_name} (schema history)"
+            if value is marker:
                 unavailable.append(name)
+                continue
+            if shared_out is not None and name in shared_out and shared.get(name) is value:  # type: ignore[union-attr]
+                out[name] = shared_out[name]
                 continue
             try:
                 canonical = conv(value)
             except Exception as exc:  # a value the column type cannot hold
-                return None, f"column {name}: value {str(value)[:80]!r} does not fit: {exc}"
-            if canonical is self.unavailable:
+                return out, unavailable, f"column {name}: value {str(value)[:80]!r} does not fit: {exc}"
+            if canonical is marker:
                 unavailable.append(name)
             else:
                 out[name] = canonical
-        for name in self.names:
-            if name not in out and name not in unavailable and (missing_is_unavailable or name in self.lob_like):
-                unavailable.append(name)
+        return out, unavailable, None
+
+    def _json(self, out: dict[str, Any], unavailable: list[str], missing_is_unavailable: bool) -> str:
+        import orjson
+
+        if self.lob_like or (missing_is_unavailable and len(out) + len(unavailable) < len(self.names)):
+            unavailable = list(unavailable)
+            for name in self.names:
+                if name not in out and name not in unavailable and (missing_is_unavailable or name in self.lob_like):
+                    unavailable.append(name)
         if unavailable:
-            out[UNAVAILABLE_KEY] = unavailable
-        return orjson.dumps(out).decode(), None
+            out = {**out, UNAVAILABLE_KEY: unavailable}
+        return orjson.dumps(out).decode()
 
 
 def _converter(mapper: Any, column: Any) -> Any:
     if hasattr(mapper, "converter"):
         return mapper.converter(column)
     return functools.partial(mapper.canonical_from_redo, column)
+
+
+class _Out:
+    """Output columns of one batch; ``taken`` is the input row of each output row (window id and
+    redo index are copied by Arrow). ``emit`` runs once per emitted LogMiner row."""
+
+    __slots__ = ("taken", "kinds", "txids", "tables", "ops", "befores", "afters", "versions", "locators",
+                 "ordinals", "positions", "stamps", "errors", "raws")
+
+    def __init__(self) -> None:
+        for name in self.__slots__:
+            setattr(self, name, [])
+
+    def emit(self, i: int, kind: str, txid: str | None, table: str | None, op: str | None, before: str | None,
+             after: str | None, version: int | None, ordinal: int, position: str, ts: Any,
+             error: str | None = None, raw: str | None = None, locator: str | None = None) -> None:
+        self.taken.append(i)
+        self.kinds.append(kind)
+        self.txids.append(txid)
+        self.tables.append(table)
+        self.ops.append(op)
+        self.befores.append(before)
+        self.afters.append(after)
+        self.versions.append(version)
+        self.locators.append(locator)
+        self.ordinals.append(ordinal)
+        self.positions.append(position)
+        self.stamps.append(ts)
+        self.errors.append(error)
+        self.raws.append(raw)
+
+    def columns(self) -> list[list[Any]]:
+        """In :data:`LOG_ROWS_DDL` order, after window_id and idx."""
+        return [self.kinds, self.txids, self.tables, self.ops, self.befores, self.afters, self.versions,
+                self.locators, self.ordinals, self.positions, self.stamps, self.errors, self.raws]
 
 
 def decode_partition(plan_json: str, batches: Iterator[Any]) -> Iterator[Any]:
@@ -200,58 +263,42 @@ def decode_partition(plan_json: str, batches: Iterator[Any]) -> Iterator[Any]:
 
     plan = _load_plan(plan_json)
     schema = _log_rows_arrow_schema(pa)
+    dml = (Q.OP_INSERT, Q.OP_UPDATE, Q.OP_DELETE, Q.OP_UNSUPPORTED)
     for batch in batches:
         cols = batch.to_pydict()
-        out: dict[str, list[Any]] = {c: [] for c in LOG_ROWS_COLUMNS}
-
-        def emit(i: int, kind: str, txid: str | None, table: str | None, op: str | None, before: str | None,
-                 after: str | None, version: int | None, ordinal: int, position: str, ts: Any,
-                 error: str | None = None, raw: str | None = None, locator: str | None = None,
-                 _c: dict[str, list[Any]] = cols, _o: dict[str, list[Any]] = out) -> None:
-            _o["window_id"].append(_c["WINDOW_ID"][i])
-            _o["idx"].append(_c["IDX"][i])
-            _o["kind"].append(kind)
-            _o["txid"].append(txid)
-            _o["source_table"].append(table)
-            _o["op"].append(op)
-            _o["before"].append(before)
-            _o["after"].append(after)
-            _o["schema_version"].append(version)
-            _o["locator"].append(locator)
-            _o["ordinal"].append(ordinal)
-            _o["position"].append(position)
-            _o["event_ts"].append(ts)
-            _o["error"].append(error)
-            _o["raw"].append(raw)
-
-        codes = cols["OPERATION_CODE"]
+        out = _Out()
+        emit = out.emit
+        codes, scns, xids, threads = cols["OPERATION_CODE"], cols["SCN"], cols["XID"], cols["THREAD"]
+        stamps_in, owners, names, redo = cols["TIMESTAMP"], cols["SEG_OWNER"], cols["TABLE_NAME"], cols["SQL_REDO"]
+        rowids, rollbacks, idxs = cols["ROW_ID"], cols["ROLLBACK"], cols["IDX"]
         for i in range(batch.num_rows):
             code = codes[i]
-            scn = cols["SCN"][i]
-            xid = cols["XID"][i]
+            if code == Q.OP_START or code == Q.OP_DDL:  # DDL is handled on the driver
+                continue
+            scn = scns[i]
+            xid = xids[i]
             txid = xid.lower() if xid else None
-            thread = cols["THREAD"][i]
-            where = f"SCN {scn}" + (f" (thread {thread})" if thread is not None else "")
+            thread = threads[i]
+            where = f"SCN {scn} (thread {thread})" if thread is not None else f"SCN {scn}"
             if code == Q.OP_COMMIT:
-                ts = cols["COMMIT_TIMESTAMP"][i] or cols["TIMESTAMP"][i]
+                ts = cols["COMMIT_TIMESTAMP"][i] or stamps_in[i]
                 emit(i, KIND_COMMIT, txid, None, None, None, None, None, scn * SCN_SPAN + cols["K"][i], where, ts)
                 continue
             if code == Q.OP_ROLLBACK:
-                emit(i, KIND_ROLLBACK, txid, None, None, None, None, None, scn * SCN_SPAN, where, cols["TIMESTAMP"][i])
+                emit(i, KIND_ROLLBACK, txid, None, None, None, None, None, scn * SCN_SPAN, where, stamps_in[i])
                 continue
             if code == Q.OP_MISSING_SCN:
-                emit(i, KIND_ERROR, txid, None, None, None, None, None, scn * SCN_SPAN, where, cols["TIMESTAMP"][i],
-                     "LogMiner reported MISSING_SCN: part of the redo for this SCN could not be read",
-                     cols["SQL_REDO"][i])
+                emit(i, KIND_ERROR, txid, None, None, None, None, None, scn * SCN_SPAN, where, stamps_in[i],
+                     "LogMiner reported MISSING_SCN: part of the redo for this SCN could not be read", redo[i])
                 continue
             lob_row = code in _LOB_PIECES
-            if not lob_row and code not in (Q.OP_INSERT, Q.OP_UPDATE, Q.OP_DELETE, Q.OP_UNSUPPORTED):
-                continue  # START, DDL (handled on the driver), XML/extended-string pieces
-            owner, name = cols["SEG_OWNER"][i], cols["TABLE_NAME"][i]
+            if not lob_row and code not in dml:
+                continue  # other operations LogMiner reports (internal, DPI, SELECT_FOR_UPDATE ...)
+            owner, name = owners[i], names[i]
             table = f"{owner}.{name}"
-            ts = cols["TIMESTAMP"][i]
+            ts = stamps_in[i]
             ordinal = scn * SCN_SPAN
-            sql = cols["SQL_REDO"][i]
+            sql = redo[i]
             if owner == "UNKNOWN" or (name or "").startswith("OBJ# "):
                 emit(i, KIND_CHANGE, txid, table, None, None, None, None, ordinal, where, ts,
                      f"LogMiner could not name the object ({table}): its dictionary changed after this SCN; "
@@ -259,9 +306,8 @@ def decode_partition(plan_json: str, batches: Iterator[Any]) -> Iterator[Any]:
                 continue
             if not plan.captures(table):
                 continue
-            if cols["ROLLBACK"][i] == 1:
-                emit(i, KIND_UNDO, txid, table, None, None, None, None, ordinal, where, ts,
-                     locator=cols["ROW_ID"][i])
+            if rollbacks[i] == 1:
+                emit(i, KIND_UNDO, txid, table, None, None, None, None, ordinal, where, ts, locator=rowids[i])
                 continue
             if code == Q.OP_UNSUPPORTED:
                 emit(i, KIND_CHANGE, txid, table, None, None, None, None, ordinal, where, ts,
@@ -270,7 +316,7 @@ def decode_partition(plan_json: str, batches: Iterator[Any]) -> Iterator[Any]:
                 continue
             if lob_row and not plan.lob:
                 continue
-            found = plan.decoder(table, cols["IDX"][i])
+            found = plan.decoder(table, idxs[i])
             if lob_row and found is not None and found[1] is not None:
                 try:
                     before, after = _lob_piece(code, sql, found[1])
@@ -278,7 +324,7 @@ def decode_partition(plan_json: str, batches: Iterator[Any]) -> Iterator[Any]:
                     emit(i, KIND_CHANGE, txid, table, None, None, None, found[0], ordinal, where, ts, str(exc), sql)
                     continue
                 emit(i, KIND_PIECE, txid, table, None, before, after, found[0], ordinal, where, ts,
-                     locator=cols["ROW_ID"][i])
+                     locator=rowids[i])
                 continue
             if found is None or found[1] is None:
                 emit(i, KIND_CHANGE, txid, table, None, None, None, None, ordinal, where, ts,
@@ -290,13 +336,19 @@ def decode_partition(plan_json: str, batches: Iterator[Any]) -> Iterator[Any]:
             except RedoParseError as exc:
                 emit(i, KIND_CHANGE, txid, table, None, None, None, version, ordinal, where, ts, str(exc), sql)
                 continue
-            before, err_b = decoder.image(parsed.before, missing_is_unavailable=False)
-            after, err_a = decoder.image(parsed.after, missing_is_unavailable=parsed.op == "u")
-            err = err_b or err_a
-            emit(i, KIND_CHANGE, txid, table, parsed.op, before if parsed.op != "c" else None,
-                 after if parsed.op != "d" else None, version, ordinal, where, ts, err,
-                 sql if err else None, cols["ROW_ID"][i])
-        yield pa.RecordBatch.from_pydict(out, schema=schema)
+            op = parsed.op
+            if op == "u":
+                before, after, err = decoder.update_images(parsed.before, parsed.after)  # type: ignore[arg-type]
+            elif op == "c":
+                before, (after, err) = None, decoder.image(parsed.after, missing_is_unavailable=False)
+            else:
+                (before, err), after = decoder.image(parsed.before, missing_is_unavailable=False), None
+            emit(i, KIND_CHANGE, txid, table, op, before, after, version, ordinal, where, ts, err,
+                 sql if err else None, rowids[i])
+        rows = pa.array(out.taken, pa.int64())
+        arrays = [batch.column("WINDOW_ID").take(rows), batch.column("IDX").take(rows), *out.columns()]
+        yield pa.RecordBatch.from_arrays([a if isinstance(a, pa.Array) else pa.array(a, f.type)
+                                          for a, f in zip(arrays, schema, strict=True)], schema=schema)
 
 
 _LOB_PIECES = (Q.OP_SELECT_LOB_LOCATOR, Q.OP_LOB_WRITE, Q.OP_LOB_TRIM, Q.OP_LOB_ERASE,

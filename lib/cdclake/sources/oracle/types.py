@@ -673,10 +673,17 @@ def _build_converter(column: Column, unavailable: Any) -> Callable[[Any], Any]:
     base = a.get("base")
     name = column.name
 
-    def wrap(fn: Callable[[Any], Any], empty_is_null: bool = True) -> Callable[[Any], Any]:
+    def wrap(fn: Callable[[Any], Any], empty_is_null: bool = True,
+             fast: Callable[[str], Any] | None = None) -> Callable[[Any], Any]:
+        # ``fast`` answers the common literal forms (or None) without the general parse: decoding
+        # runs once per value of every change, so this is the hot loop of mining.
         def convert(value: Any) -> Any:
             if value is None or value is unavailable:
                 return value
+            if fast is not None and value.__class__ is str:
+                done = fast(value)
+                if done is not None:
+                    return done
             if empty_is_null and value == "":
                 return None  # Oracle stores '' as NULL outside LOBs
             try:
@@ -691,7 +698,7 @@ def _build_converter(column: Column, unavailable: Any) -> Callable[[Any], Any]:
     if base in ("NUMBER", "FLOAT"):
         if column.spark_type == "STRING":
             return wrap(_plain_number_text)
-        return wrap(_integer_text if column.spark_type in _INTEGER_SPARK else _number_text)
+        return wrap(_integer_text if column.spark_type in _INTEGER_SPARK else _number_text, fast=_fast_number)
     if base in ("BINARY_FLOAT", "BINARY_DOUBLE"):
         return wrap(_float_text)
     if base == "DATE":
@@ -702,7 +709,7 @@ def _build_converter(column: Column, unavailable: Any) -> Callable[[Any], Any]:
                 raise ValueError(f"unexpected time zone in a DATE value: {value!r}")
             return f"{d}T{t}"  # a TO_TIMESTAMP value for a DATE column: truncated to seconds
 
-        return wrap(date)
+        return wrap(date, fast=_fast_date)
     if base == "TIMESTAMP":
         fsp = int(a.get("fsp", 6))
         digits = 9 if fsp > 6 else 6
@@ -715,7 +722,11 @@ def _build_converter(column: Column, unavailable: Any) -> Callable[[Any], Any]:
                     raise ValueError(f"unexpected time zone in a TIMESTAMP value: {value!r}")
                 return f"{d}T{t}.{_fraction(frac, digits)}"
 
-            return wrap(ntz)
+            def fast_ntz(value: str) -> str | None:
+                m = _RE_PLAIN_TIMESTAMP.fullmatch(value)
+                return None if m is None else f"{m.group(1)}.{_fraction(m.group(2) or '', digits)}"
+
+            return wrap(ntz, fast=fast_ntz)
         if tz == "tz":
 
             def tstz(value: Any) -> str:
@@ -769,7 +780,26 @@ def _build_converter(column: Column, unavailable: Any) -> Callable[[Any], Any]:
 
         return wrap(boolean)
     # text: CHAR/VARCHAR2/N*/LONG/ROWID/UROWID as stored; CLOB/NCLOB/XMLTYPE keep '' (EMPTY_CLOB())
-    return wrap(_text, empty_is_null=base not in _LOBS)
+    return wrap(_text, empty_is_null=base not in _LOBS, fast=_fast_text if base not in _LOBS else None)
+
+
+# Fast paths: each returns exactly what the general converter would, or None to defer to it.
+_RE_PLAIN_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}")
+_RE_PLAIN_TIMESTAMP = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.([0-9]*))?")
+_RE_PLAIN_NUMBER = re.compile(r"-?[0-9]+")
+
+
+def _fast_number(value: str) -> str | None:
+    """An integer literal as LogMiner prints it is its own canonical text (integer or decimal column)."""
+    return value if _RE_PLAIN_NUMBER.fullmatch(value) else None
+
+
+def _fast_date(value: str) -> str | None:
+    return value if _RE_PLAIN_DATE.fullmatch(value) else None
+
+
+def _fast_text(value: str) -> str | None:
+    return value or None  # '' is NULL outside LOBs
 
 
 _RE_DEFAULT_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
