@@ -518,3 +518,34 @@ def test_snapshot_fixup_in_spark(spark: Any) -> None:
         if want is not None and type_text.startswith("INTERVAL"):
             # the redo path's normalisation of Oracle's interval text agrees with the Spark fix-up
             assert M.canonical_from_redo(col(type_text), jdbc.strip("'")) == want
+
+
+@pytest.mark.parametrize("type_text", ["NUMBER(10)", "NUMBER(12,2)", "INTEGER", "DATE", "TIMESTAMP(3)", "TIMESTAMP",
+                                       "TIMESTAMP(9)", "VARCHAR2(30)", "CHAR(3)"])
+def test_fast_paths_give_what_the_general_converters_give(type_text: str) -> None:
+    """Common literal forms skip the general parse; the result must be the same, value for value."""
+    import random
+
+    from cdclake.sources.oracle import types as T
+
+    column = col(type_text)
+    mapper = OracleTypeMapper()
+    fast = mapper.converter(column)
+    rng = random.Random(type_text)
+    values = ["", "0", "-0", "007", "-12", "5", "2024-01-02T03:04:05", "2024-06-01T12:00:00.", "x", " 1",
+              "2024-06-01T12:00:00.123456789", "0999-12-31T23:59:59.5", "+5", "1.50", "1e3"]
+    values += [str(rng.randint(-10**12, 10**12)) for _ in range(50)]
+    values += [f"{rng.randint(1, 9999):04d}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T"
+               f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
+               + rng.choice(["", ".", "." + str(rng.randint(0, 10**9))]) for _ in range(50)]
+    general = T._build_converter(column, UNAVAILABLE, fast_paths=False)
+    for value in values:
+        try:
+            expected: Any = general(value)
+        except ValueError:
+            expected = ValueError
+        try:
+            got: Any = fast(value)
+        except ValueError:
+            got = ValueError
+        assert got == expected, (type_text, value, got, expected)

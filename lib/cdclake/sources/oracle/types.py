@@ -668,7 +668,7 @@ class OracleTypeMapper(TypeMapper):
         return expr
 
 
-def _build_converter(column: Column, unavailable: Any) -> Callable[[Any], Any]:
+def _build_converter(column: Column, unavailable: Any, fast_paths: bool = True) -> Callable[[Any], Any]:
     a = column.attrs
     base = a.get("base")
     name = column.name
@@ -677,6 +677,9 @@ def _build_converter(column: Column, unavailable: Any) -> Callable[[Any], Any]:
              fast: Callable[[str], Any] | None = None) -> Callable[[Any], Any]:
         # ``fast`` answers the common literal forms (or None) without the general parse: decoding
         # runs once per value of every change, so this is the hot loop of mining.
+        if not fast_paths:
+            fast = None
+
         def convert(value: Any) -> Any:
             if value is None or value is unavailable:
                 return value
