@@ -134,6 +134,15 @@ def test_only_the_configured_valid_local_archive_destination_is_read() -> None:
     added.clear()
     mine(db, lo, hi, archive_log_only=True)
     assert added and all(name.startswith("/arch/") for name in added)  # the lowest valid one, never at random
+    # The next window starts at the horizon, the last SCN of an archived log: that log is not needed.
+    tx = db.begin()
+    tx.insert("APP", "T", {"ID": 1000, "NAME": "next"})
+    tx.commit()
+    switch_twice(db)
+    db.archive_logs()
+    nxt = LogMinerClient(db.connect, MiningSettings(archive_log_only=True)).plan_end()
+    assert [r[3] for r in mine(db, hi, nxt, archive_log_only=True) if r[2] == 1] == [
+        'insert into "APP"."T"("ID","NAME") values (\'1000\',\'next\')']
     db.archive_dests[1].status = "ERROR"
     with pytest.raises(Exception, match="LOG_ARCHIVE_DEST_2 is not a VALID LOCAL destination") as err:
         mine(db, lo, hi, archive_log_only=True, archive_destination="LOG_ARCHIVE_DEST_2")

@@ -218,7 +218,8 @@ class LogMinerClient:
         return [Thread(int(t), str(s), str(e)) for t, s, e in self.query(Q.THREADS)]
 
     def archive_destination(self) -> int:
-        """DEST_ID of the archive destination mining reads (checked: a configured one must be VALID LOCAL)."""
+        """DEST_ID of the archive destination mining reads, read again (a configured one must be VALID LOCAL)."""
+        self._dest_id = None
         return self._destination()
 
     def _destination(self) -> int:
@@ -388,7 +389,9 @@ class LogMinerClient:
         rows = 0
         try:
             try:
-                self.execute(Q.START_LOGMNR.format(options=options), lo=lo, hi=hi)
+                # STARTSCN is inclusive: the session starts at lo + 1, whose log the listing holds (a log
+                # ending exactly at lo, e.g. at an archive-only horizon, is not needed and not listed).
+                self.execute(Q.START_LOGMNR.format(options=options), lo=lo + 1, hi=hi)
             except Exception as exc:
                 if any(code in str(exc) for code in _LOG_MISSING):
                     raise _LogsChanged(PositionLostError(

@@ -262,7 +262,8 @@ class OracleSource(FrameSource):
             # archive-log-only mode it is found among the archived logs once archived.
             built = self.client.build_dictionary()
             dictionary = None if self.config.mining.archive_log_only else built
-        return ScnPosition(self.client.plan_end(), dictionary=dictionary)
+        dbid, role = self._identity or self.client.database_identity()[:2]
+        return ScnPosition(self.client.plan_end(), dbid=dbid, role=role, dictionary=dictionary)
 
     def position_from_dict(self, data: Mapping[str, Any]) -> ScnPosition:
         return ScnPosition.from_dict(data)
@@ -310,8 +311,18 @@ class OracleSource(FrameSource):
 
     def mine_frame(self, spark: SparkSession, window_id: int, start: ScnPosition, end_limit: ScnPosition,  # type: ignore[override]
                    schemas: dict[str, TableSchema], versions: dict[str, int], next_schema_version: int,
-                   max_events: int | None, staging: str) -> MinedWindow:
+                   max_events: int | None, staging: str, floors: dict[str, int] | None = None) -> MinedWindow:
+        """``floors``: each table's position ordinal, when the engine passes it (DDL at or below a table's
+        position is in its snapshot already); without it, DDL at or below ``start`` is skipped."""
         lo, hi = start.mine_from, end_limit.scn
+        here = None if self.export_mode else (self._identity or self.client.database_identity()[:2])[0]
+        if here is not None and end_limit.dbid is not None and end_limit.dbid != here:
+            # Planned while source.dsn reached another database (that run was refused before mining):
+            # its end is no SCN of this one. Nothing of the window was mined, so it may end lower.
+            log.warning("window %s was planned on DBID %s up to SCN %s; mining it on DBID %s up to the current SCN",
+                        window_id, end_limit.dbid, end_limit.scn, here)
+            end_limit = ScnPosition(self.client.plan_end(), dbid=here)
+            hi = min(hi, end_limit.scn)
         if self.export_mode:
             raw = self._export_window(lo, hi, window_id, max_events)
             mined_hi = hi if max_events is None else _export_hi(raw, hi, max_events)
@@ -333,6 +344,7 @@ class OracleSource(FrameSource):
                 [], RAW_DDL)
             prepared = prepare(raw, sink.continuations, rank=False)
         plan, ddl, extra = self._schema_changes(spark, [SimpleNamespace(**r) for r in ddl_rows], schemas, versions,
+                                                start.ordinal, floors,
                                                 next_schema_version, window_id)
         decoded = decode_prepared(prepared, plan)
         if extra is not None:
@@ -343,9 +355,13 @@ class OracleSource(FrameSource):
         return MinedWindow(end, decoded, ddl, {"mined_to_scn": str(mined_hi), "mining_batches": batches})
 
     def _schema_changes(self, spark: SparkSession, ddl_rows: list[Any], schemas: dict[str, TableSchema],
-                        versions: dict[str, int], next_version: int, window_id: int
-                        ) -> tuple[DecodePlan, list[Ddl], DataFrame | None]:
-        """Apply the window's DDL in order: schema versions for the decoder, history records, truncates."""
+                        versions: dict[str, int], through: int, floors: dict[str, int] | None, next_version: int,
+                        window_id: int) -> tuple[DecodePlan, list[Ddl], DataFrame | None]:
+        """Apply the window's DDL in order: schema versions for the decoder, history records, truncates.
+
+        DDL at or below ``through`` (the window start's ordinal; every table's position is at or above
+        it) or below its table's floor is skipped: the table definitions read at the snapshot hold it
+        already (a window after a snapshot starts below it when transactions were open at it)."""
         from cdclake.sources.oracle.ddl import apply_ddl
 
         plan = DecodePlan(self.config.include_tables, self.config.exclude_tables, self.config.mining.lob)
@@ -357,6 +373,9 @@ class OracleSource(FrameSource):
         version = next_version
         for r in ddl_rows:
             point = LogPoint(int(r.SCN), int(r.K), r.THREAD)
+            subject = f"{r.SEG_OWNER}.{r.TABLE_NAME}" if r.TABLE_NAME else ""
+            if point.ordinal <= max(through, (floors or {}).get(subject, -1)):
+                continue
             statement = r.SQL_REDO or ""
             try:
                 outcome = apply_ddl(statement, registry, r.SEG_OWNER)
