@@ -6,12 +6,11 @@ The client-level mechanics are unit-tested in tests/unit/test_oracle_mining_chec
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import pytest
 from cdclake.errors import CdcError, DdlParseError, PositionLostError, PreflightError
-from cdclake.testing.logminer_sim import SimulatedOracle, create_typed_tables, random_workload
+from cdclake.testing.logminer_sim import SimulatedOracle
 
 from tests.integration.oracle_helpers import (
     assert_lake_equals_simulated,
@@ -20,10 +19,6 @@ from tests.integration.oracle_helpers import (
 )
 
 pytestmark = pytest.mark.integration
-
-
-def names(tables: list[tuple[str, str]]) -> list[str]:
-    return [f"{o}.{t}" for o, t in tables]
 
 
 def switch_twice(db: SimulatedOracle) -> None:
@@ -64,6 +59,25 @@ def commit(db: SimulatedOracle, *changes: tuple[str, str, int, str | None]) -> i
     return scn
 
 
+def workload(db: SimulatedOracle, first: int, transactions: int) -> None:
+    """Two interleaved transactions at a time on APP.T: inserts, updates of earlier rows, deletes."""
+    for n in range(first, first + transactions, 2):
+        a, b = db.begin(), db.begin()
+        a.insert("APP", "T", {"ID": n, "V": f"a{n}"})
+        b.insert("APP", "T", {"ID": n + 1, "V": f"b{n}"})
+        a.update("APP", "T", {"ID": n}, {"V": f"a{n}u"})
+        if n - 4 >= first:
+            b.delete("APP", "T", {"ID": n - 4})
+        b.commit()
+        a.commit()
+
+
+def one_table(**kw: Any) -> SimulatedOracle:
+    db = SimulatedOracle(**kw)
+    db.create_table("APP", "T", [("ID", "NUMBER(10)"), ("V", "VARCHAR2(20)")], ["ID"])
+    return db
+
+
 def two_tables(seed: int) -> SimulatedOracle:
     db = SimulatedOracle(seed=seed)
     for table in ("A", "B"):
@@ -84,17 +98,15 @@ def test_online_logs_archived_and_overwritten_while_mining(spark, tmp_path):  # 
     a fresh list naming the archived copy, never reading the overwritten group; a change only in the
     log buffer when the window is planned is flushed by the flush-table commit, so it is not skipped.
     (Between two batches of a window: tests/unit/test_oracle_mining_checklist.py.)"""
-    db = SimulatedOracle(seed=51, groups_per_thread=2)
-    tables = create_typed_tables(db, lob=False)
-    rng = random.Random(51)
-    random_workload(db, rng, tables, transactions=10, lob=False, p_switch=0, p_jump=0)
+    db = one_table(seed=51, groups_per_thread=2)
+    workload(db, 0, 10)
     small = "fetch_size: 20\nbatch_size_min: 40\nbatch_size_default: 80\nbatch_size_increment: 40\nbatch_size_max: 160"
     pipeline = oracle_pipeline(spark, db, tmp_path, mining=small)
     pipeline.snapshot()
 
-    random_workload(db, rng, tables, transactions=25, lob=False, p_switch=0, p_jump=0)
+    workload(db, 100, 30)
     pending = db.begin()  # its change is in the log buffer only (no commit since): LGWR has not written it
-    pending.insert("APP", "ACCOUNTS", {"ID": 880001, "NAME": "unflushed"})
+    pending.insert("APP", "T", {"ID": 880001, "V": "unflushed"})
     assert db.flushed_scn < db.current_scn
     db.run_next("CONTENTS", lambda: switch_twice(db), after_rows=30)  # overwritten during the fetch
     added = spy_added(db)
@@ -102,42 +114,40 @@ def test_online_logs_archived_and_overwritten_while_mining(spark, tmp_path):  # 
     current = {db.member_name(g) for g in db.threads[1].groups}
     assert added[0] in current and any(name.startswith("/arch/") for name in added)
 
-    random_workload(db, rng, tables, transactions=25, lob=False, p_switch=0, p_jump=0)
+    workload(db, 200, 30)
     pending.commit()
     db.run_next("ADD_LOGFILE", lambda: switch_twice(db))  # overwritten after the listing: ORA-01291
     pipeline.mine()
     batches = sum(int(m["mining_batches"]) for m in bronze_markers(spark, pipeline))
     assert starts(db) >= batches + 2  # a batch of each window started again on a fresh list
-    assert_lake_equals_simulated(spark, pipeline, db, names(tables))
-    assert 880001 in {r.ID for r in spark.read.format("delta").load(pipeline.layout.target("APP.ACCOUNTS"))
-                      .select("ID").collect()}
+    assert_lake_equals_simulated(spark, pipeline, db, ["APP.T"])
+    assert lake_rows(spark, pipeline, "APP.T")[880001] == "unflushed"
 
 
 def test_archive_log_only_reads_the_configured_destination(spark, tmp_path):  # type: ignore[no-untyped-def]
     """Item 9: archive-log-only mode mines up to what every thread has archived (no flush table needed),
     from the configured VALID LOCAL destination only (the other one's copies are purged: never used);
     a destination that stops being valid is a clear error naming the valid ones."""
-    db = SimulatedOracle(seed=53, archive_destinations=2)
-    tables = create_typed_tables(db, lob=False)
-    rng = random.Random(53)
-    random_workload(db, rng, tables, transactions=10, lob=False, p_switch=0, p_jump=0)
+    db = one_table(seed=53, archive_destinations=2)
+    workload(db, 0, 10)
     mining = "archive_log_only: true\narchive_destination: LOG_ARCHIVE_DEST_2\nflush_table: null"
     pipeline = oracle_pipeline(spark, db, tmp_path, mining=mining)
     pipeline.snapshot()
-    random_workload(db, rng, tables, transactions=20, lob=False, p_switch=0, p_jump=0, long_txn_every=0)
+    workload(db, 100, 20)
     db.switch_log(1)
     db.archive_logs()
     horizon = db.current_log(1).first_change - 1
-    random_workload(db, rng, tables, transactions=10, lob=False, p_switch=0, p_jump=0, long_txn_every=0)
+    workload(db, 200, 10)
     db.purge_archived(1, db.current_log(1).sequence, dest_id=1)
     added = spy_added(db)
     pipeline.mine()
     assert int(pipeline.control.last_window().end_limit["scn"]) == horizon
-    assert_lake_equals_simulated(spark, pipeline, db, names(tables), scn=horizon)  # not past the archived redo
+    assert_lake_equals_simulated(spark, pipeline, db, ["APP.T"], scn=horizon)  # not past the archived redo
+    assert 200 not in lake_rows(spark, pipeline, "APP.T")
     db.switch_log(1)
     db.archive_logs()
     pipeline.mine()
-    assert_lake_equals_simulated(spark, pipeline, db, names(tables))
+    assert_lake_equals_simulated(spark, pipeline, db, ["APP.T"])
     assert added and all(name.startswith("/fra/") for name in added)  # destination 2, no online member
     assert not any("CDCLAKE_FLUSH" in s for s in db.statements)
     db.archive_dests[1].status = "ERROR"
