@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cdclake.errors import CdcError, DdlParseError, PositionLostError, PreflightError
+from cdclake.errors import CdcError, PositionLostError, PreflightError
 from cdclake.testing.logminer_sim import SimulatedOracle
 
 from tests.integration.oracle_helpers import (
@@ -220,17 +220,10 @@ def test_ddl_below_the_position_after_a_snapshot_is_not_applied_again(spark, tmp
     assert [e.kind for e in pipeline.control.history() if e.table == "APP.B"] == ["snapshot"]
 
 
-ENGINE_OPEN_TXN = (
-    "engine: windows start at the lowest table ordinal (Pipeline._mine_locked), ignoring a late snapshot's "
-    "resume_scn, and the in-flight buffer never held the late table's rows, so a transaction open since before "
-    "the stream's position loses its changes to the late table made before that position"
-)
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=ENGINE_OPEN_TXN)
-def test_late_snapshot_keeps_a_transaction_open_since_before_the_stream(spark, tmp_path):  # type: ignore[no-untyped-def]
-    """Items 10 and 29 (engine bug, see ENGINE_OPEN_TXN): a transaction that changed B before A's
-    position and commits after B's late snapshot must apply whole to B."""
+def test_late_snapshot_waits_for_a_transaction_open_since_before_the_stream(spark, tmp_path):  # type: ignore[no-untyped-def]
+    """Items 10 and 29: a transaction that changed B before A's position is still open when B is added.
+    Its B changes were in windows already mined (B not captured then), so B's snapshot is refused with
+    the remedy; once the transaction ended, B is snapshotted and both tables equal the source."""
     db = two_tables(65)
     streaming = oracle_pipeline(spark, db, tmp_path, include=r"APP\.A")
     streaming.snapshot()
@@ -240,23 +233,21 @@ def test_late_snapshot_keeps_a_transaction_open_since_before_the_stream(spark, t
     old.update("APP", "A", {"ID": 1}, {"V": "old"})
     streaming.mine()  # `old` is open at the window's end: its A change waits in the in-flight buffer
     late = oracle_pipeline(spark, db, tmp_path, include=r"APP\.(A|B)")
-    late.snapshot(tables_regex=r"APP\.B")  # `old` is open: not in B's snapshot
+    with pytest.raises(CdcError) as err:
+        late.snapshot(tables_regex=r"APP\.B")
+    assert "cannot add APP.B now" in err.value.problem and "once that transaction has ended" in err.value.fix
+    assert "APP.B" not in late.control.table_states()
     old.commit()
+    late.mine()
+    late.snapshot(tables_regex=r"APP\.B")
+    commit(db, ("u", "B", 100, "new"), ("d", "B", 1, None))
     late.mine()
     assert_lake_equals_simulated(spark, late, db, ["APP.A", "APP.B"])
 
 
-ENGINE_FLOORS = (
-    "engine: FrameSource.mine_frame gets no per-table floors (Pipeline._mine_frame_window), so the Oracle "
-    "source cannot skip DDL between the stream's position and a late table's snapshot SCN; OracleSource."
-    "mine_frame(floors=...) does once the engine passes them"
-)
-
-
-@pytest.mark.xfail(strict=True, raises=DdlParseError, reason=ENGINE_FLOORS)
 def test_late_snapshot_after_ddl_on_the_new_table(spark, tmp_path):  # type: ignore[no-untyped-def]
-    """Items 10 and 11 (engine gap, see ENGINE_FLOORS): B gains a column after A's position and before
-    B's late snapshot; the next window must not apply that DDL to B's snapshot definition again."""
+    """Items 10 and 11: B gains a column after A's position and before B's late snapshot; the next
+    window must not apply that DDL to B's snapshot definition again."""
     db = two_tables(67)
     streaming = oracle_pipeline(spark, db, tmp_path, include=r"APP\.A")
     streaming.snapshot()
@@ -270,24 +261,20 @@ def test_late_snapshot_after_ddl_on_the_new_table(spark, tmp_path):  # type: ign
     assert_lake_equals_simulated(spark, late, db, ["APP.A", "APP.B"])
 
 
-ENGINE_RENAME = (
-    "engine: Pipeline._apply_window applies tables in name order; a rename's old table (kind 'drop') is emptied "
-    "by _apply_ddl before the new table's copy_rows reads it when the new name sorts after the old one"
-)
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=ENGINE_RENAME)
 def test_renamed_table_keeps_its_rows(spark, tmp_path):  # type: ignore[no-untyped-def]
-    """Item 11 (engine bug, see ENGINE_RENAME): ALTER TABLE T RENAME TO T2 moves T's rows to T2."""
+    """Item 11: ALTER TABLE T RENAME TO T2 moves T's rows (and T's changes before the rename in the
+    same window) to T2, whichever name sorts first."""
     db = SimulatedOracle(seed=69)
     db.create_table("APP", "T", [("ID", "NUMBER(10)"), ("V", "VARCHAR2(20)")], ["ID"])
     commit(db, ("i", "T", 1, "one"), ("i", "T", 2, "two"))
     pipeline = oracle_pipeline(spark, db, tmp_path)
     pipeline.snapshot()
+    commit(db, ("i", "T", 4, "four"), ("u", "T", 1, "uno"))
     db.rename_table("APP", "T", "T2")
     commit(db, ("i", "T2", 3, "three"))
     pipeline.mine()
     assert_lake_equals_simulated(spark, pipeline, db, ["APP.T2"])
+    assert spark.read.format("delta").load(pipeline.layout.target("APP.T")).count() == 0
 
 
 # ---- item 24: standby databases ---------------------------------------------------------------------------

@@ -186,6 +186,17 @@ class Pipeline:
             return  # every selected table is streaming already
         start = self.source.snapshot_start(todo)
         pos = start.position
+        streaming = [s for s in states.values() if s.status == TABLE_STREAMING]
+        if streaming and pos.read_from_ordinal < min(s.ordinal for s in streaming):
+            # A transaction open at this snapshot began before where the stream stands: its earlier
+            # changes to the new tables were read (and left out) by windows already mined.
+            stream_at = self.source.position_from_dict(min(streaming, key=lambda s: s.ordinal).position)
+            raise CdcError(
+                f"cannot add {', '.join(todo)} now: a transaction open at the snapshot ({pos.describe()}) started "
+                f"before the position the other tables stream from ({stream_at.describe()}), "
+                "so its earlier changes to the new tables are no longer in any window",
+                "run the snapshot again once that transaction has ended (Oracle: GV$TRANSACTION shows it)",
+            )
         seq = snapshot_seq(pos.ordinal)
         self.control.set_tables(
             [TableState(t, TABLE_SNAPSHOTTING, pos.to_dict(), pos.ordinal, None, None) for t in todo], report.run_id
@@ -389,7 +400,7 @@ class Pipeline:
         floors = {t: s.ordinal for t, s in states.items()}
         mined = self.source.mine_frame(
             self.spark, wid, start, self.source.position_from_dict(window.end_limit), schemas, versions,
-            next_version, window.max_events, f"{staging}/source",
+            next_version, window.max_events, f"{staging}/source", floors,
         )
         # Decoding runs once: later steps read the decoded rows back.
         report.phase("fetch")
@@ -513,12 +524,13 @@ class Pipeline:
             entries = self.control.history_through_window(wid)
             ddl = [e for e in entries if e.window_id == wid and e.kind != SKIPPED]
             before = self.control.latest_per_table(self.control.before_window(entries, wid))
-            tables = sorted(set(counts) | {e.table for e in ddl})
+            tables = _apply_order(set(counts) | {e.table for e in ddl}, ddl)
+            renamed_away = {e.renamed_from for e in ddl if e.renamed_from}
             new_states = dict(states)
             for table in tables:
                 self._apply_table(window, table, bronze, truncates.get(table, []),
                                   [e for e in ddl if e.table == table], before.get(table), states.get(table),
-                                  report.resumed)
+                                  report.resumed, table in renamed_away)
             if not report.rows_by_table:
                 report.rows_by_table = counts
             as_of = {"as_of": time.time()}
@@ -548,6 +560,7 @@ class Pipeline:
         start_entry: HistoryEntry | None,
         state: TableState | None,
         resumed: bool,
+        renamed_away: bool = False,
     ) -> None:
         wid = window.window_id
         path = self.layout.target(table)
@@ -591,7 +604,7 @@ class Pipeline:
                     self.targets.truncate(path, seq, app_id, wid * MAX_STEPS_PER_WINDOW + step)
                     crash_point("truncate")
             elif not done:
-                self._apply_ddl(path, entry, seq)
+                self._apply_ddl(path, entry, seq, keep_rows=renamed_away and entry.schema is None)
                 crash_point("ddl")
                 self.targets.set_marker(path, wid, step)
             if kind == "ddl":
@@ -612,11 +625,12 @@ class Pipeline:
             "table with 'cdclake snapshot --config <file> --tables <regex>'",
         )
 
-    def _apply_ddl(self, path: str, entry: HistoryEntry, seq: int) -> None:
+    def _apply_ddl(self, path: str, entry: HistoryEntry, seq: int, keep_rows: bool = False) -> None:
         if entry.schema is None:  # dropped: the mirror empties, history stays in Delta time travel
             if is_delta_table(self.spark, path):
                 self.targets.close_history(path, seq)
-                self.spark.sql(f"DELETE FROM delta.`{path}` WHERE `__seq` < {seq}")
+                if not keep_rows:  # renamed away: the new table's step moves the rows (copy_rows)
+                    self.spark.sql(f"DELETE FROM delta.`{path}` WHERE `__seq` < {seq}")
             return
         self.targets.evolve(path, entry.schema, entry.column_renames, seq)
         if entry.renamed_from:
@@ -672,6 +686,25 @@ class Pipeline:
             "transactions": report.transactions, "rows_by_table": report.rows_by_table, "lag_s": None,
             "start_position": report.start, "end_position": report.end, "error": error,
         })
+
+
+def _apply_order(tables: set[str], ddl: list[HistoryEntry]) -> list[str]:
+    """Tables in name order, except that a renamed table's old name comes before its new one: the
+    old table's changes up to the rename must be in its target when the new table copies the rows."""
+    from graphlib import TopologicalSorter
+
+    graph: dict[str, set[str]] = {t: set() for t in sorted(tables)}
+    for e in ddl:
+        if e.renamed_from and e.renamed_from in tables and e.table in tables:
+            graph[e.table].add(e.renamed_from)
+    sorter = TopologicalSorter(graph)
+    sorter.prepare()
+    order: list[str] = []
+    while sorter.is_active():
+        ready = sorted(sorter.get_ready())
+        order.extend(ready)
+        sorter.done(*ready)
+    return order
 
 
 def _history_entries(ddl: Ddl, first_version: int, wid: int) -> list[HistoryEntry]:

@@ -42,6 +42,12 @@ class Position(abc.ABC):
     def describe(self) -> str:
         """Short human form, e.g. ``mysql-bin.000003:4711``."""
 
+    @property
+    def read_from_ordinal(self) -> int:
+        """Ordinal of the oldest log point that mining from here must read: below :attr:`ordinal` when
+        transactions were open at this position (their earlier changes are needed)."""
+        return self.ordinal
+
     def __str__(self) -> str:
         return self.describe()
 
@@ -242,11 +248,13 @@ class FrameSource(Source):
         next_schema_version: int,
         max_events: int | None,
         staging: str,
+        floors: dict[str, int] | None = None,
     ) -> MinedWindow:
         """Mine from ``start`` to at most ``end_limit`` (any log position, not only between
         transactions); stage what is needed under ``staging`` (a Hadoop-FS path the engine clears).
 
         ``schemas`` / ``versions`` are the registry valid at ``start`` and its schema versions; DDL
         met in the window evolves it (new versions from ``next_schema_version``) and is returned in
-        ``ddl``, in log order.
+        ``ddl``, in log order. ``floors`` (table -> position ordinal, as :meth:`Source.mine` gets):
+        DDL at or below a table's floor is in its snapshot already and is dropped.
         """

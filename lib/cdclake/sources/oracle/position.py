@@ -64,6 +64,10 @@ class ScnPosition(Position):
     def ordinal(self) -> int:
         return self.scn * SCN_SPAN + SCN_SPAN - 1
 
+    @property
+    def read_from_ordinal(self) -> int:
+        return self.mine_from * SCN_SPAN + SCN_SPAN - 1
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "scn": str(self.scn),
