@@ -40,7 +40,8 @@ class Thread:
 
 _REMEDY = (
     "restore the missing archived logs into the archive destination (RMAN: RESTORE ARCHIVELOG ...) and run "
-    "again; if they are gone for good, re-snapshot the tables ('cdclake snapshot --config <file> --force'); "
+    "again; if they are gone for good, re-snapshot into a fresh pipeline (a new `pipeline` name or "
+    "`lake.root`, then 'cdclake snapshot --config <file>'); "
     "keep archived logs longer than the mining interval (RMAN deletion policy / archivelog retention)"
 )
 
