@@ -95,3 +95,22 @@ def _planned_end(pipeline: Pipeline, report: Any) -> int:
     window = pipeline.control.last_window()
     assert window is not None
     return int(window.end_limit["scn"])
+
+
+def switch_twice(db: SimulatedOracle) -> None:
+    """With two groups per thread, the log that was CURRENT is archived and its group overwritten."""
+    db.switch_log(1)
+    db.switch_log(1)
+
+
+def spy_added(db: SimulatedOracle) -> list[str]:
+    """Every file name ADD_LOGFILE is given, in order."""
+    added: list[str] = []
+    resolve = db._file_by_name
+
+    def spy(name: str) -> Any:
+        added.append(name)
+        return resolve(name)
+
+    db._file_by_name = spy  # type: ignore[method-assign]
+    return added

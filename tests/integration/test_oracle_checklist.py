@@ -16,28 +16,15 @@ from tests.integration.oracle_helpers import (
     assert_lake_equals_simulated,
     bronze_markers,
     oracle_pipeline,
+    spy_added,
+    switch_twice,
 )
 
 pytestmark = pytest.mark.integration
 
 
-def switch_twice(db: SimulatedOracle) -> None:
-    """With two groups per thread, the log that was CURRENT is archived and its group overwritten."""
-    db.switch_log(1)
-    db.switch_log(1)
 
 
-def spy_added(db: SimulatedOracle) -> list[str]:
-    """Every file name ADD_LOGFILE is given, in order."""
-    added: list[str] = []
-    resolve = db._file_by_name
-
-    def spy(name: str) -> Any:
-        added.append(name)
-        return resolve(name)
-
-    db._file_by_name = spy  # type: ignore[method-assign]
-    return added
 
 
 def starts(db: SimulatedOracle) -> int:

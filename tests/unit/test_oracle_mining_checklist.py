@@ -14,6 +14,8 @@ from cdclake.sources.oracle.position import ScnPosition
 from cdclake.sources.oracle.source import OracleSource
 from cdclake.testing.logminer_sim import SimulatedOracle
 
+from tests.integration.oracle_helpers import spy_added, switch_twice
+
 OWNERS, EXCLUDED = ["APP"], ["C##CDC"]
 
 
@@ -51,23 +53,8 @@ def db_with_rows(n: int = 60, **kw: Any) -> tuple[SimulatedOracle, int]:
     return db, lo
 
 
-def spy_added(db: SimulatedOracle) -> list[str]:
-    """Names of the files ADD_LOGFILE resolves, in order."""
-    added: list[str] = []
-    resolve = db._file_by_name
-
-    def spy(name: str) -> Any:
-        added.append(name)
-        return resolve(name)
-
-    db._file_by_name = spy  # type: ignore[method-assign]
-    return added
 
 
-def switch_twice(db: SimulatedOracle) -> None:
-    """Two log switches with two groups: the log that was CURRENT is archived and its group reused."""
-    db.switch_log(1)
-    db.switch_log(1)
 
 
 def mine(db: SimulatedOracle, lo: int, hi: int, **settings: Any) -> list[tuple[Any, ...]]:
