@@ -2,11 +2,11 @@
 PY      := .venv/bin/python
 STAMP   := .venv/.cdclake-setup
 
-.PHONY: setup demo test lint bench bench-oracle test-oracle-live clean
+.PHONY: setup demo test lint bench bench-oracle bench-floor test-oracle-live clean
 
 setup: $(STAMP)
 
-$(STAMP): setup.py tools/setup.sh tools/jars.txt
+$(STAMP): setup.py tools/setup.sh tools/jars.txt $(wildcard jvm/src/cdclake/*/*.java)
 	bash tools/setup.sh
 	touch $(STAMP)
 
@@ -25,6 +25,9 @@ bench: setup
 
 bench-oracle: setup
 	$(PY) benchmarks/run_oracle_bench.py
+
+bench-floor: setup
+	$(PY) benchmarks/run_spark_floor.py
 
 # Opt-in: the Oracle scenarios against a real database (CDCLAKE_ORACLE_* variables, docs/oracle.md).
 test-oracle-live: setup

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need_apt+=(mariadb-server mariadb-client)
 command -v sysbench >/dev/null 2>&1 || need_apt+=(sysbench)
-command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)  # javac: cdclake's JVM code
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "cdclake setup: missing Debian packages ${need_apt[*]}; run 'make setup' as root or install them." >&2
@@ -33,4 +33,15 @@ while read -r coord; do
   mvn -q -B dependency:copy -Dartifact="$coord" -DoutputDirectory=.cache/jars -Dmdep.overWriteIfNewer=true >/dev/null
   [ -s "$jar" ] || { echo "cdclake setup: could not fetch $coord from Maven Central" >&2; exit 1; }
 done < tools/jars.txt
+
+# cdclake's own JVM code (the Oracle decoder's fast path), compiled against pyspark's jars.
+jvm_jar=.cache/jars/cdclake-jvm.jar
+if [ ! -s "$jvm_jar" ] || [ -n "$(find jvm/src -name '*.java' -newer "$jvm_jar")" ]; then
+  echo "cdclake setup: compiling jvm/src -> $jvm_jar"
+  pyspark_jars=$(.venv/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
+  rm -rf .cache/jvm-classes
+  mkdir -p .cache/jvm-classes
+  javac --release 17 -nowarn -d .cache/jvm-classes -cp "$pyspark_jars/*" $(find jvm/src -name '*.java')
+  jar cf "$jvm_jar" -C .cache/jvm-classes .
+fi
 echo "cdclake setup: ready (.venv, .cache/jars)"

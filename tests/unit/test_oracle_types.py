@@ -549,3 +549,14 @@ def test_fast_paths_give_what_the_general_converters_give(type_text: str) -> Non
         except ValueError:
             got = ValueError
         assert got == expected, (type_text, value, got, expected)
+
+
+def test_unbounded_number_keeps_every_digit_beyond_python_decimal_precision() -> None:
+    """NUMBER without precision holds up to 40 significant digits; 28 is only Python's default."""
+    from cdclake.sources.oracle.types import OracleTypeMapper, column_from_oracle
+
+    column = column_from_oracle("FREE", "NUMBER")
+    convert = OracleTypeMapper().converter(column)
+    assert convert("1000000000000000000000000000007") == "1000000000000000000000000000007"
+    assert convert("-12345678901234567890.12345678901234567890") == "-12345678901234567890.1234567890123456789"
+    assert convert("1.50E+3") == "1500"

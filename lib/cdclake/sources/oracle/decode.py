@@ -18,7 +18,9 @@ DDL rows are read on the driver first (there are few) so the decoder knows every
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 COMMIT_LIKE = (Q.OP_COMMIT, Q.OP_DDL)
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -430,6 +433,96 @@ def prepare(raw: DataFrame, continuations: bool = True, rank: bool = True) -> Da
     return rank_commits(joined) if rank else joined
 
 
-def decode_prepared(prepared: DataFrame, plan: DecodePlan) -> DataFrame:
-    """Decode prepared rows (the result has :data:`LOG_ROWS_DDL`)."""
-    return prepared.mapInArrow(functools.partial(decode_partition, plan.to_json()), LOG_ROWS_DDL)
+def decode_prepared(prepared: DataFrame, plan: DecodePlan, jvm: bool = True) -> DataFrame:
+    """Decode prepared rows (the result has :data:`LOG_ROWS_DDL`).
+
+    With ``jvm`` (and cdclake's jar on the classpath), commits, rollbacks and the DML statements the
+    JVM fast path takes (:func:`fast_path_plan`) are decoded in Spark SQL; only the rest goes through
+    the Python decoder, which gives the same rows for them (tests/unit/test_oracle_fast_path.py).
+    """
+    python = functools.partial(decode_partition, plan.to_json())
+    udf = register_fast_path(prepared.sparkSession, plan) if jvm else None
+    if udf is None:
+        return prepared.mapInArrow(python, LOG_ROWS_DDL)
+    from pyspark.sql import functions as F
+
+    dml = ", ".join(str(c) for c in (Q.OP_INSERT, Q.OP_UPDATE, Q.OP_DELETE))
+    rows = prepared.withColumn("__fast", F.expr(
+        f"CASE WHEN OPERATION_CODE IN ({dml}) AND coalesce(ROLLBACK, 0) <> 1 "
+        f"THEN {udf}(CAST(SQL_REDO AS STRING), concat(SEG_OWNER, '.', TABLE_NAME), CAST(IDX AS BIGINT), "
+        "CAST(OPERATION_CODE AS INT)) END"))
+    in_sql = f"OPERATION_CODE IN ({Q.OP_COMMIT}, {Q.OP_ROLLBACK}) OR __fast IS NOT NULL"
+    skipped = f"OPERATION_CODE IN ({Q.OP_START}, {Q.OP_DDL})"  # DDL is read on the driver
+    ordinal = f"CAST(CAST(SCN AS DECIMAL(20,0)) * {SCN_SPAN} AS DECIMAL(38,0))"
+    change = "__fast IS NOT NULL"
+    decoded = rows.where(in_sql).selectExpr(
+        "CAST(WINDOW_ID AS BIGINT) AS window_id", "CAST(IDX AS BIGINT) AS idx",
+        f"CASE WHEN {change} THEN '{KIND_CHANGE}' WHEN OPERATION_CODE = {Q.OP_COMMIT} THEN '{KIND_COMMIT}' "
+        f"ELSE '{KIND_ROLLBACK}' END AS kind",
+        "CASE WHEN XID = '' THEN NULL ELSE lower(XID) END AS txid",
+        f"CASE WHEN {change} THEN concat(SEG_OWNER, '.', TABLE_NAME) END AS source_table",
+        "__fast.op AS op", "__fast.before AS before", "__fast.after AS after",
+        "__fast.version AS schema_version", f"CASE WHEN {change} THEN ROW_ID END AS locator",
+        f"CAST(CASE WHEN OPERATION_CODE = {Q.OP_COMMIT} THEN {ordinal} + K ELSE {ordinal} END AS DECIMAL(38,0)) "
+        "AS ordinal",
+        "CASE WHEN THREAD IS NULL THEN concat('SCN ', CAST(SCN AS BIGINT)) "
+        "ELSE concat('SCN ', CAST(SCN AS BIGINT), ' (thread ', CAST(THREAD AS BIGINT), ')') END AS position",
+        f"CAST(CASE WHEN OPERATION_CODE = {Q.OP_COMMIT} THEN coalesce(COMMIT_TIMESTAMP, TIMESTAMP) ELSE TIMESTAMP END "
+        "AS TIMESTAMP) AS event_ts",
+        "CAST(NULL AS STRING) AS error", "CAST(NULL AS STRING) AS raw",
+    )
+    rest = rows.where(f"NOT ({in_sql} OR {skipped})").drop("__fast").mapInArrow(python, LOG_ROWS_DDL)
+    return decoded.unionByName(rest)
+
+
+FAST_PATH_CLASS = "cdclake.oracle.RedoFastPath"
+
+
+def fast_path_plan(plan: DecodePlan) -> str | None:
+    """The JVM fast path's plan: per captured table, its schema versions with each column's kind
+    (:meth:`~cdclake.sources.oracle.types.OracleTypeMapper.fast_path_kind`), null for a version
+    it cannot decode. None when no version qualifies."""
+    from cdclake.sources.oracle.types import OracleTypeMapper
+
+    mapper = OracleTypeMapper()
+    include = [re.compile(p) for p in plan.include]
+    exclude = [re.compile(p) for p in plan.exclude]
+    tables: dict[str, list[Any]] = {}
+    any_kinds = False
+    for table, items in plan.versions.items():
+        if not any(p.fullmatch(table) for p in include) or any(p.fullmatch(table) for p in exclude):
+            continue
+        versions = []
+        for idx, version, text in items:
+            kinds = None
+            if text is not None:
+                schema = TableSchema.from_json(text)
+                found = [(c.name, mapper.fast_path_kind(c)) for c in schema.columns]
+                if all(kind is not None for _, kind in found):
+                    kinds = [[name, kind] for name, kind in found]
+                    any_kinds = True
+            versions.append([int(idx), int(version), kinds])
+        tables[table] = versions
+    return json.dumps(tables) if any_kinds else None
+
+
+def register_fast_path(spark: Any, plan: DecodePlan) -> str | None:
+    """Register the JVM fast path for ``plan``; its SQL function name, or None (no table qualifies,
+    or cdclake's jar is not on the classpath: ``make setup`` builds it; Python decodes everything)."""
+    text = fast_path_plan(plan)
+    if text is None:
+        return None
+    name = f"cdclake_redo_{hashlib.sha1(text.encode()).hexdigest()[:16]}"
+    try:
+        spark._jvm.cdclake.oracle.RedoFastPath.register(spark._jsparkSession, name, text)
+    except Exception as exc:  # py4j: class not found when the jar is missing
+        if not _warned_missing_jar:
+            _warned_missing_jar.append(True)
+            log.warning("the JVM decoder (%s, in .cache/jars/cdclake-jvm.jar) is not available (%s); decoding "
+                        "in Python only, which is slower: run 'make setup' or add the jar to spark.jars",
+                        FAST_PATH_CLASS, str(exc).splitlines()[0][:200])
+        return None
+    return name
+
+
+_warned_missing_jar: list[bool] = []

@@ -30,7 +30,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any
 
@@ -339,7 +339,8 @@ def _plain_number_text(value: Any) -> str:
         raise ValueError(f"not a number: {text!r}") from exc
     if d.is_zero():
         return "0"
-    out = format(d.normalize(), "f")
+    # The default context (28 digits) would round: Oracle NUMBER holds up to 40 significant digits.
+    out = format(d.normalize(Context(prec=max(40, len(d.as_tuple().digits)))), "f")
     return out.rstrip("0").rstrip(".") if "." in out else out
 
 
@@ -563,6 +564,12 @@ class OracleTypeMapper(TypeMapper):
             found = self._converters[column] = _build_converter(column, _unavailable())
         return found
 
+    def fast_path_kind(self, column: Column) -> str | None:
+        """The kind the JVM decoder (``jvm/src/cdclake/oracle/RedoFastPath.java``) converts ``column``
+        as, giving what :meth:`converter` gives for the literal forms it takes; None when only the
+        Python converters handle the column (LOBs, binary, floats, zoned timestamps, intervals...)."""
+        return _fast_path_kind(column)
+
     def canonical_from_redo(self, column: Column, value: Any) -> Any:
         """Canonical value of ``value`` as ``redo.parse_redo`` produced it for ``column``."""
         return self.converter(column)(value)
@@ -784,6 +791,26 @@ def _build_converter(column: Column, unavailable: Any, fast_paths: bool = True) 
         return wrap(boolean)
     # text: CHAR/VARCHAR2/N*/LONG/ROWID/UROWID as stored; CLOB/NCLOB/XMLTYPE keep '' (EMPTY_CLOB())
     return wrap(_text, empty_is_null=base not in _LOBS, fast=_fast_text if base not in _LOBS else None)
+
+
+_FAST_PATH_TEXT = {"CHAR", "NCHAR", "VARCHAR2", "NVARCHAR2", "VARCHAR"}
+
+
+def _fast_path_kind(column: Column) -> str | None:
+    """Keep in step with :func:`_build_converter`: each kind names one of its branches."""
+    a = column.attrs
+    if a.get("unsupported") or a.get("virtual") or a.get("lob"):
+        return None
+    base = a.get("base")
+    if base in ("NUMBER", "FLOAT"):
+        if column.spark_type == "STRING":
+            return "plain"
+        return "int" if column.spark_type in _INTEGER_SPARK else "num"
+    if base == "DATE":
+        return "date"
+    if base == "TIMESTAMP" and a.get("tz", "none") == "none":
+        return "ts9" if int(a.get("fsp", 6)) > 6 else "ts6"
+    return "text" if base in _FAST_PATH_TEXT else None
 
 
 # Fast paths: each returns exactly what the general converter would, or None to defer to it.
