@@ -228,3 +228,17 @@ def test_redo_log_catalog_batches_use_a_dictionary_built_before_them() -> None:
     LogMinerClient(db.connect, MiningSettings(retry_backoff_s=0)).mine(built[1], hi, ["APP", "UNKNOWN"], EXCLUDED,
                                                                        1, online)
     assert [r[3] for r in online.rows() if r[2] == 1][0].startswith('insert into "UNKNOWN"."OBJ# ')
+
+
+def test_extended_strings_without_lob_capture_are_warned_about(caplog: Any) -> None:
+    db, _ = db_with_rows(1)
+    db.max_string_size = "EXTENDED"
+    with caplog.at_level("WARNING", logger="cdclake.sources.oracle.preflight"):
+        oracle_source(db).preflight()
+    assert "MAX_STRING_SIZE=EXTENDED" in caplog.text and "source.mining.lob: true" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="cdclake.sources.oracle.preflight"):
+        oracle_source(db, "lob: true").preflight()
+        db.max_string_size = "STANDARD"
+        oracle_source(db).preflight()
+    assert "MAX_STRING_SIZE" not in caplog.text

@@ -435,8 +435,7 @@ class Pipeline:
         report.phase("inflight")
         crash_point("inflight")
 
-        stats = committed.groupBy("source_table").agg(
-            F.count(F.lit(1)).alias("n"), F.countDistinct("txid").alias("t")).collect()
+        stats = committed.groupBy("source_table").agg(F.count(F.lit(1)).alias("n")).collect()
         rows_by_table = {r.source_table: int(r.n) for r in stats}
         ended = self.spark.read.format("delta").load(self.layout.transactions).where(f"window_id = {wid}")
         counts = {r.status: int(r["count"]) for r in ended.groupBy("status").count().collect()}

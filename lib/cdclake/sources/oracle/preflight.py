@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -11,11 +12,13 @@ from cdclake.sources.oracle import queries as Q
 # Privileges the LogMiner user needs (Debezium's list); roles give the catalog views.
 REQUIRED_PRIVILEGES = ("CREATE SESSION", "SELECT ANY TRANSACTION", "FLASHBACK ANY TABLE", "SELECT ANY TABLE")
 REQUIRED_ROLES = ("SELECT_CATALOG_ROLE", "EXECUTE_CATALOG_ROLE")
+log = logging.getLogger(__name__)
 
 
 def check(client: Any, pdb: str | None, captured: list[str], user: str, *,
-          archive_log_only: bool = False) -> dict[str, Any]:
-    """Raise :class:`PreflightError` for the first problem; return the facts checked."""
+          archive_log_only: bool = False, lob: bool = True) -> dict[str, Any]:
+    """Raise :class:`PreflightError` for the first problem; return the facts checked. Warns when
+    values would be left unavailable (extended strings without LOB capture)."""
     name, log_mode, supp_min, supp_all, cdb = client.query(Q.DATABASE_INFO)[0]
     dbid, role, open_mode = check_role(client, str(name), archive_log_only)
     if str(log_mode).upper() != "ARCHIVELOG":
@@ -65,7 +68,15 @@ def check(client: Any, pdb: str | None, captured: list[str], user: str, *,
                 + (" ..." if len(lacking) > 10 else ""),
                 sql + ";" + (" (and the same for the others)" if len(lacking) > 10 else ""),
             )
-    return {"database": name, "version": version, "cdb": is_cdb, "dbid": dbid, "role": role}
+    string_size = str(client.query(Q.MAX_STRING_SIZE)[0][0]).upper()
+    if string_size == "EXTENDED" and not lob:
+        log.warning(
+            "database %s has MAX_STRING_SIZE=EXTENDED and source.mining.lob is false: VARCHAR2/NVARCHAR2 values "
+            "over 4000 bytes and RAW values over 2000 come as 32K_BEGIN/32K_WRITE rows that are only read with "
+            "LOB capture, so those columns keep the lake's previous value (listed as unavailable) when such a "
+            "value is written; set source.mining.lob: true to capture them", name)
+    return {"database": name, "version": version, "cdb": is_cdb, "dbid": dbid, "role": role,
+            "max_string_size": string_size}
 
 
 def check_role(client: Any, name: str, archive_log_only: bool) -> tuple[int, str, str]:

@@ -152,7 +152,7 @@ class OracleSource(FrameSource):
             return
         tables = self.captured_tables()
         facts = preflight.check(self.client, self.config.pdb, tables, self.user,
-                                archive_log_only=self.config.mining.archive_log_only)
+                                archive_log_only=self.config.mining.archive_log_only, lob=self.config.mining.lob)
         self._identity = (int(facts["dbid"]), str(facts["role"]))
         self.client.with_retry("listing archive destinations", self.client.archive_destination)
         if self.config.mining.dictionary == "redo_log_catalog":
