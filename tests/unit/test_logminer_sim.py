@@ -116,7 +116,7 @@ def test_every_queries_statement_is_answered() -> None:
     assert results["FLUSH_TABLE_EXISTS"] == [(0,)]
     assert results["CURRENT_SCN"][0][0] >= scn
     assert results["DATABASE_INFO"] == [("ORCL", "ARCHIVELOG", "YES", "NO", "NO")]
-    assert results["DATABASE_ROLE"] == [(1_620_554_931, "PRIMARY", "READ WRITE")]
+    assert results["DATABASE_ROLE"] == [(1_620_554_931, "PRIMARY", "READ WRITE", 1)]
     assert results["DICTIONARY_LOGS"] == [] and results["DICTIONARY_CLAIM_READ"] == []
     assert results["VERSION"] == [("19.0.0.0.0",)]
     assert ("LOGMINING",) in results["SESSION_PRIVILEGES"] and ("SELECT_CATALOG_ROLE",) in results["SESSION_ROLES"]

@@ -185,6 +185,33 @@ def test_a_position_continues_only_on_its_database() -> None:
     logical._check_same_database(ScnPosition(db.current_scn, dbid=db.dbid, role="LOGICAL STANDBY"))
 
 
+def test_a_position_does_not_continue_past_an_open_resetlogs() -> None:
+    """Point-in-time recovery, FLASHBACK DATABASE or a failover opens a new incarnation at
+    RESETLOGS_CHANGE#: a checkpoint below it continues, one at or above it is refused."""
+    db, _ = db_with_rows(3)
+    source = oracle_source(db)
+    source.preflight()
+    start = source.current_position()
+    assert start.resetlogs == db.resetlogs_change == 1
+    assert ScnPosition.from_dict(start.to_dict()) == start and start.to_dict()["resetlogs"] == "1"
+    source._check_same_database(start)
+    db.resetlogs_change = start.scn + 1  # opened with RESETLOGS after the checkpoint: nothing was lost
+    source = oracle_source(db)
+    source.preflight()
+    source._check_same_database(start)
+    after = start.after_window(start.scn + 10, {}, None, None, source.current_position().resetlogs)
+    assert after.resetlogs == start.scn + 1  # the next window's checkpoint counts in the new incarnation
+    source._check_same_database(after)
+    db.resetlogs_change = start.scn  # recovered to just before the checkpoint's SCN: changes lost
+    source = oracle_source(db)
+    source.preflight()
+    with pytest.raises(PositionLostError) as err:
+        source._check_same_database(start)
+    assert f"RESETLOGS at SCN {start.scn}" in err.value.problem and "re-snapshot" in (err.value.fix or "")
+    old = ScnPosition.from_dict({k: v for k, v in start.to_dict().items() if k != "resetlogs"})
+    source._check_same_database(old)  # a checkpoint from before incarnations were recorded
+
+
 # ---- redo_log_catalog (item 25) -------------------------------------------------------------------------
 
 def test_one_pipeline_per_database_claims_redo_log_catalog() -> None:

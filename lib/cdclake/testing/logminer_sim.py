@@ -1312,6 +1312,7 @@ class SimulatedOracle:
         # V$DATABASE identity and Data Guard role; a LOGICAL STANDBY's guard refuses the session's DML/DDL.
         self.dbid = dbid
         self.database_role = database_role
+        self.resetlogs_change = 1  # RESETLOGS_CHANGE# of the current incarnation (tests set it to simulate one)
         self.open_mode = "READ WRITE"
         self.auto_archive = auto_archive
         self.rng = random.Random(seed)
@@ -2998,7 +2999,7 @@ class SimulatedConnection:
 
     def _q_database_role(self, g: dict[str, str], b: dict[str, Any]) -> _Result:
         db = self._db
-        return self._rows("DATABASE_ROLE", [(db.dbid, db.database_role, db.open_mode)])
+        return self._rows("DATABASE_ROLE", [(db.dbid, db.database_role, db.open_mode, db.resetlogs_change)])
 
     def _q_dictionary_logs(self, g: dict[str, str], b: dict[str, Any]) -> _Result:
         dest, lo = int(self._bind(b, "dest_id")), int(self._bind(b, "lo"))

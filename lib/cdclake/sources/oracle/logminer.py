@@ -195,10 +195,11 @@ class LogMinerClient:
             return scn
         return int(self.with_retry("reading the current SCN", plan))
 
-    def database_identity(self) -> tuple[int, str, str]:
-        """DBID, DATABASE_ROLE and OPEN_MODE of the database the miner talks to."""
-        dbid, role, open_mode = self.with_retry("reading the database role", lambda: self.query(Q.DATABASE_ROLE))[0]
-        return int(dbid), str(role).upper(), str(open_mode).upper()
+    def database_identity(self) -> tuple[int, str, str, int]:
+        """DBID, DATABASE_ROLE, OPEN_MODE and RESETLOGS_CHANGE# of the database the miner talks to."""
+        dbid, role, open_mode, resetlogs = self.with_retry("reading the database role",
+                                                           lambda: self.query(Q.DATABASE_ROLE))[0]
+        return int(dbid), str(role).upper(), str(open_mode).upper(), int(resetlogs)
 
     def build_dictionary(self) -> tuple[int, int]:
         """``DBMS_LOGMNR_D.BUILD`` into the redo; the SCNs read just before and just after it."""

@@ -6,7 +6,9 @@ when transactions were open at the snapshot SCN (their early changes lie below i
 committed at or below ``scn`` are then skipped. ``commit_scn`` keeps the newest commit SCN seen per
 redo thread (RAC) and ``low_watermark`` the SCN below which no open transaction has changes.
 ``dbid``/``role`` name the database the lineage of SCNs belongs to (from the snapshot): mining never
-continues a position on another database. ``dictionary`` is ``(before, after)``, the SCNs read just
+continues a position on another database; ``resetlogs`` (RESETLOGS_CHANGE#) its incarnation: a
+position at or above a newer incarnation's RESETLOGS_CHANGE# counts changes the database discarded.
+``dictionary`` is ``(before, after)``, the SCNs read just
 before and after the newest LogMiner dictionary build (``redo_log_catalog``) that precedes the position:
 sessions add the logs from ``before`` and use it for SCNs above ``after``.
 
@@ -51,6 +53,7 @@ class ScnPosition(Position):
     dbid: int | None = None
     role: str | None = None
     dictionary: tuple[int, int] | None = None
+    resetlogs: int | None = None  # RESETLOGS_CHANGE# of the incarnation the SCNs count in
 
     def __hash__(self) -> int:
         return hash((self.scn, self.resume_scn))
@@ -76,6 +79,7 @@ class ScnPosition(Position):
             "low_watermark": None if self.low_watermark is None else str(self.low_watermark),
             **({} if self.dbid is None else {"dbid": str(self.dbid), "role": self.role}),
             **({} if self.dictionary is None else {"dictionary": [str(s) for s in self.dictionary]}),
+            **({} if self.resetlogs is None else {"resetlogs": str(self.resetlogs)}),
         }
 
     @classmethod
@@ -92,6 +96,7 @@ class ScnPosition(Position):
             None if dbid in (None, "") else int(dbid),
             data.get("role"),
             None if not dictionary else (int(dictionary[0]), int(dictionary[1])),
+            None if data.get("resetlogs") in (None, "") else int(data["resetlogs"]),
         )
 
     def describe(self) -> str:
@@ -101,12 +106,14 @@ class ScnPosition(Position):
         return text
 
     def after_window(self, hi: int, commit_scn: Mapping[int, int], low_watermark: int | None,
-                     dictionary: tuple[int, int] | None = None) -> ScnPosition:
-        """The position after mining ``(mine_from, hi]`` (same database; a newer dictionary if given)."""
+                     dictionary: tuple[int, int] | None = None, resetlogs: int | None = None) -> ScnPosition:
+        """The position after mining ``(mine_from, hi]`` (same database; a newer dictionary or
+        incarnation if given)."""
         merged = dict(self.commit_scn)
         for thread, scn in commit_scn.items():
             merged[thread] = max(scn, merged.get(thread, 0))
-        return ScnPosition(hi, None, merged, low_watermark, self.dbid, self.role, dictionary or self.dictionary)
+        return ScnPosition(hi, None, merged, low_watermark, self.dbid, self.role, dictionary or self.dictionary,
+                           resetlogs if resetlogs is not None else self.resetlogs)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ def check(client: Any, pdb: str | None, captured: list[str], user: str, *,
     """Raise :class:`PreflightError` for the first problem; return the facts checked. Warns when
     values would be left unavailable (extended strings without LOB capture)."""
     name, log_mode, supp_min, supp_all, cdb = client.query(Q.DATABASE_INFO)[0]
-    dbid, role, open_mode = check_role(client, str(name), archive_log_only)
+    dbid, role, open_mode, resetlogs = check_role(client, str(name), archive_log_only)
     if str(log_mode).upper() != "ARCHIVELOG":
         raise PreflightError(
             f"database {name} is in {log_mode} mode: redo is not archived, so LogMiner cannot mine past a log "
@@ -75,14 +75,15 @@ def check(client: Any, pdb: str | None, captured: list[str], user: str, *,
             "over 4000 bytes and RAW values over 2000 come as 32K_BEGIN/32K_WRITE rows that are only read with "
             "LOB capture, so those columns keep the lake's previous value (listed as unavailable) when such a "
             "value is written; set source.mining.lob: true to capture them", name)
-    return {"database": name, "version": version, "cdb": is_cdb, "dbid": dbid, "role": role,
+    return {"database": name, "version": version, "cdb": is_cdb, "dbid": dbid, "role": role, "resetlogs": resetlogs,
             "max_string_size": string_size}
 
 
-def check_role(client: Any, name: str, archive_log_only: bool) -> tuple[int, str, str]:
-    """Data Guard role: only a primary (or a logical standby, archived logs only) can be mined."""
-    dbid, role, open_mode = client.query(Q.DATABASE_ROLE)[0]
-    dbid, role, open_mode = int(dbid), str(role).upper(), str(open_mode).upper()
+def check_role(client: Any, name: str, archive_log_only: bool) -> tuple[int, str, str, int]:
+    """Data Guard role: only a primary (or a logical standby, archived logs only) can be mined.
+    Returns DBID, role, open mode and the incarnation's RESETLOGS_CHANGE#."""
+    dbid, role, open_mode, resetlogs = client.query(Q.DATABASE_ROLE)[0]
+    dbid, role, open_mode, resetlogs = int(dbid), str(role).upper(), str(open_mode).upper(), int(resetlogs)
     where = f"database {name} (DBID {dbid}) is a {role} ({open_mode})"
     if role == "PHYSICAL STANDBY":
         raise PreflightError(
@@ -103,4 +104,4 @@ def check_role(client: Any, name: str, archive_log_only: bool) -> tuple[int, str
             "set source.mining.archive_log_only: true to mine a logical standby (archived logs only); note that "
             "its SCNs are its own: a pipeline snapshotted on the primary cannot continue here (re-snapshot)",
         )
-    return dbid, role, open_mode
+    return dbid, role, open_mode, resetlogs

@@ -14,7 +14,9 @@ CURRENT_SCN = "SELECT CURRENT_SCN FROM V$DATABASE"
 DATABASE_INFO = "SELECT NAME, LOG_MODE, SUPPLEMENTAL_LOG_DATA_MIN, SUPPLEMENTAL_LOG_DATA_ALL, CDB FROM V$DATABASE"
 # Which database this is (a checkpoint is only valid against the DBID it was taken on) and its Data
 # Guard role: a physical standby cannot be mined, a logical standby has SCNs of its own.
-DATABASE_ROLE = "SELECT DBID, DATABASE_ROLE, OPEN_MODE FROM V$DATABASE"
+# RESETLOGS_CHANGE# names the incarnation: an OPEN RESETLOGS (incomplete recovery, flashback, failover)
+# discards every change at or above it from the SCN lineage a checkpoint counts in.
+DATABASE_ROLE = "SELECT DBID, DATABASE_ROLE, OPEN_MODE, RESETLOGS_CHANGE# FROM V$DATABASE"
 VERSION = "SELECT VERSION FROM V$INSTANCE"
 SESSION_PRIVILEGES = "SELECT PRIVILEGE FROM SESSION_PRIVS"
 SESSION_ROLES = "SELECT ROLE FROM SESSION_ROLES"

@@ -95,7 +95,7 @@ class OracleSource(FrameSource):
         self.config = config
         # Names this pipeline in the redo_log_catalog claim (runtime passes "<pipeline>@<lake root>").
         self.pipeline_id = pipeline_id or f"{config.user}@{config.connect_string()}"
-        self._identity: tuple[int, str] | None = None  # DBID and DATABASE_ROLE, read by preflight
+        self._identity: tuple[int, str, int] | None = None  # DBID, DATABASE_ROLE, RESETLOGS_CHANGE# (preflight)
         self.engine_mining = mining or MiningOptions()
         self.types = OracleTypeMapper()
         self._connect = connect or self._oracledb_connect
@@ -153,7 +153,7 @@ class OracleSource(FrameSource):
         tables = self.captured_tables()
         facts = preflight.check(self.client, self.config.pdb, tables, self.user,
                                 archive_log_only=self.config.mining.archive_log_only, lob=self.config.mining.lob)
-        self._identity = (int(facts["dbid"]), str(facts["role"]))
+        self._identity = (int(facts["dbid"]), str(facts["role"]), int(facts["resetlogs"]))
         self.client.with_retry("listing archive destinations", self.client.archive_destination)
         if self.config.mining.dictionary == "redo_log_catalog":
             self._claim_dictionary(str(facts["database"]))
@@ -207,7 +207,7 @@ class OracleSource(FrameSource):
                                  {t: f"-- from {self.config.export.ddl_file or 'export DDL rows'}" for t in tables})
         # The dictionary build comes before the locks (it commits) and before the snapshot SCN.
         dictionary = self.client.build_dictionary() if self.config.mining.dictionary == "redo_log_catalog" else None
-        dbid, role = self._identity or self.client.database_identity()[:2]
+        dbid, role, resetlogs = self._database()
         conn = self.client.conn
         locked = self.config.snapshot.lock_mode == "shared"
         try:
@@ -233,7 +233,8 @@ class OracleSource(FrameSource):
         oldest = self.client.oldest_open_transaction_scn()
         resume = None if oldest is None or oldest > scn else oldest - 1
         self._snapshot_scn = scn
-        return SnapshotStart(ScnPosition(scn, resume, dbid=dbid, role=role, dictionary=dictionary), schemas, ddl)
+        return SnapshotStart(ScnPosition(scn, resume, dbid=dbid, role=role, dictionary=dictionary,
+                                         resetlogs=resetlogs), schemas, ddl)
 
     def snapshot_read(self, spark: SparkSession, schema: TableSchema) -> DataFrame:
         if self._snapshot_scn is None:
@@ -262,8 +263,8 @@ class OracleSource(FrameSource):
             # archive-log-only mode it is found among the archived logs once archived.
             built = self.client.build_dictionary()
             dictionary = None if self.config.mining.archive_log_only else built
-        dbid, role = self._identity or self.client.database_identity()[:2]
-        return ScnPosition(self.client.plan_end(), dbid=dbid, role=role, dictionary=dictionary)
+        dbid, role, resetlogs = self._database()
+        return ScnPosition(self.client.plan_end(), dbid=dbid, role=role, dictionary=dictionary, resetlogs=resetlogs)
 
     def position_from_dict(self, data: Mapping[str, Any]) -> ScnPosition:
         return ScnPosition.from_dict(data)
@@ -273,13 +274,22 @@ class OracleSource(FrameSource):
             self._check_same_database(start)
             self.client.check_available(start.mine_from)
 
+    def _database(self) -> tuple[int, str, int]:
+        """DBID, DATABASE_ROLE and RESETLOGS_CHANGE# (from preflight, or read now)."""
+        if self._identity is not None:
+            return self._identity
+        dbid, role, _, resetlogs = self.client.database_identity()
+        return dbid, role, resetlogs
+
     def _check_same_database(self, start: ScnPosition) -> None:
         """A position continues only on the database whose SCNs it counts: same DBID (a promoted
-        physical standby keeps it), and never a logical standby after a primary (its SCNs are its own)."""
+        physical standby keeps it), never a logical standby after a primary (its SCNs are its own),
+        and not past an OPEN RESETLOGS that discarded changes the lake already holds."""
         if start.dbid is None:
             return  # a position from before DBIDs were recorded
-        dbid, role = self._identity or self.client.database_identity()[:2]
+        dbid, role, resetlogs = self._database()
         if start.dbid == dbid and not (start.role == "PRIMARY" and role == "LOGICAL STANDBY"):
+            self._check_incarnation(start, dbid, resetlogs)
             return
         what = "a logical standby's SCNs are its own" if role == "LOGICAL STANDBY" else "SCNs of another database"
         raise PositionLostError(
@@ -288,6 +298,27 @@ class OracleSource(FrameSource):
             "point source.dsn back at the database the pipeline was snapshotted on (or at its promoted physical "
             "standby, which keeps the DBID); or re-snapshot from this database into a new pipeline (another "
             "pipeline name or lake.root): tables that are streaming are never re-snapshotted in place",
+        )
+
+    @staticmethod
+    def _check_incarnation(start: ScnPosition, dbid: int, resetlogs: int) -> None:
+        """After an OPEN RESETLOGS (point-in-time recovery, FLASHBACK DATABASE, a failover) the database
+        has no changes at or above its RESETLOGS_CHANGE# from before it. A checkpoint below that SCN
+        continues (the new incarnation's redo follows it); one at or above it may hold changes the
+        database lost, so the lake would keep rows the source no longer has."""
+        if start.resetlogs is None or resetlogs == start.resetlogs:
+            return
+        if start.scn < resetlogs:
+            log.info("database DBID %s opened with RESETLOGS at SCN %s, after the checkpoint (%s): continuing "
+                     "into the new incarnation", dbid, resetlogs, start.describe())
+            return
+        raise PositionLostError(
+            f"database DBID {dbid} was opened with RESETLOGS at SCN {resetlogs} (a point-in-time recovery, "
+            f"FLASHBACK DATABASE or failover), but the pipeline's checkpoint is at {start.describe()}, in the "
+            f"incarnation of RESETLOGS_CHANGE# {start.resetlogs}: changes the lake took from SCN {resetlogs} on "
+            "were discarded by the database, so the lake may hold rows the source no longer has",
+            "re-snapshot from this database into a new pipeline (another pipeline name or lake.root), or restore "
+            "the lake to a copy taken before SCN " + str(resetlogs) + " and mine from there",
         )
 
     def close(self) -> None:
@@ -315,13 +346,21 @@ class OracleSource(FrameSource):
         """``floors``: each table's position ordinal, when the engine passes it (DDL at or below a table's
         position is in its snapshot already); without it, DDL at or below ``start`` is skipped."""
         lo, hi = start.mine_from, end_limit.scn
-        here = None if self.export_mode else (self._identity or self.client.database_identity()[:2])[0]
+        here, _, here_resetlogs = (None, None, None) if self.export_mode else self._database()
+        if here is not None and end_limit.resetlogs is not None and end_limit.resetlogs != here_resetlogs:
+            # Planned before an OPEN RESETLOGS (the start was checked against it): its end may be an SCN
+            # of the discarded branch. Nothing of the window was mined, so it may end elsewhere.
+            log.warning("window %s was planned in the incarnation of RESETLOGS_CHANGE# %s up to SCN %s; mining it "
+                        "in the current one (RESETLOGS_CHANGE# %s) up to the current SCN", window_id,
+                        end_limit.resetlogs, end_limit.scn, here_resetlogs)
+            end_limit = ScnPosition(self.client.plan_end(), dbid=here, resetlogs=here_resetlogs)
+            hi = end_limit.scn
         if here is not None and end_limit.dbid is not None and end_limit.dbid != here:
             # Planned while source.dsn reached another database (that run was refused before mining):
             # its end is no SCN of this one. Nothing of the window was mined, so it may end lower.
             log.warning("window %s was planned on DBID %s up to SCN %s; mining it on DBID %s up to the current SCN",
                         window_id, end_limit.dbid, end_limit.scn, here)
-            end_limit = ScnPosition(self.client.plan_end(), dbid=here)
+            end_limit = ScnPosition(self.client.plan_end(), dbid=here, resetlogs=here_resetlogs)
             hi = min(hi, end_limit.scn)
         if self.export_mode:
             raw = self._export_window(lo, hi, window_id, max_events)
@@ -351,7 +390,7 @@ class OracleSource(FrameSource):
             decoded = decoded.unionByName(extra)
         # The dictionary built when this window was planned serves the next one once mined past it.
         newer = end_limit.dictionary if end_limit.dictionary and end_limit.dictionary[1] <= mined_hi else None
-        end = start.after_window(mined_hi, commit_scn, None, newer)
+        end = start.after_window(mined_hi, commit_scn, None, newer, end_limit.resetlogs)
         return MinedWindow(end, decoded, ddl, {"mined_to_scn": str(mined_hi), "mining_batches": batches})
 
     def _schema_changes(self, spark: SparkSession, ddl_rows: list[Any], schemas: dict[str, TableSchema],
