@@ -167,8 +167,12 @@ class InflightBuffer:
         if retention is not None and window_end_ts is not None:
             cutoff = window_end_ts - retention
             abandoned = summary.where(F.col("first_ts") < F.lit(cutoff))
+            still_open = summary.join(abandoned.select("txid"), "txid", "left_anti")
         else:
             abandoned = summary.limit(0)
+            still_open = summary
+        # Open after this window (not abandoned): how many, and the oldest one's first change.
+        open_after = still_open.agg(F.count(F.lit(1)).alias("n"), F.min("first_ordinal").alias("oldest"))
         new_inflight = new_open.join(abandoned.select("txid"), "txid", "left_anti").select(*LOG_ROWS_COLUMNS)
 
         done = ended.groupBy("txid").agg(
@@ -193,7 +197,8 @@ class InflightBuffer:
         # A commit of a transaction abandoned earlier: its changes are lost; report it loudly.
         late = rows.where(f"kind = '{KIND_COMMIT}'").join(abandoned_before, "txid")
         return Assembly(committed, new_inflight, ended_rows, errors,
-                        {"open": open_all, "abandoned": abandoned, "late_commits": late}, [tagged])
+                        {"open": open_all, "open_after": open_after, "abandoned": abandoned, "late_commits": late},
+                        [tagged])
 
     def record(self, window_id: int, assembly: Assembly) -> None:
         """Append the window's open changes and ended transactions (each idempotent per window)."""

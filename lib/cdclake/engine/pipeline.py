@@ -439,8 +439,7 @@ class Pipeline:
         rows_by_table = {r.source_table: int(r.n) for r in stats}
         ended = self.spark.read.format("delta").load(self.layout.transactions).where(f"window_id = {wid}")
         counts = {r.status: int(r["count"]) for r in ended.groupBy("status").count().collect()}
-        open_now = assembly.stats["open"].join(ended.select("txid"), "txid", "left_anti")
-        open_summary = open_now.agg(F.countDistinct("txid").alias("n"), F.min("ordinal").alias("oldest")).first()
+        open_summary = assembly.stats["open_after"].first()
         abandoned = [r.asDict() for r in ended.where("status = 'abandoned'").select(
             "txid", "first_position", "rows", "tables").limit(20).collect()]
         late = [r.txid for r in assembly.stats["late_commits"].select("txid").limit(20).collect()]
