@@ -181,8 +181,7 @@ T_COLUMNS = [("ID", "NUMBER(10)"), ("N", "NUMBER(10,2)"), ("D", "DATE"), ("TS", 
              ("S", "VARCHAR2(30)"), ("P", "NUMBER")]
 
 
-def test_statement_forms_outside_the_fast_path_go_to_python(spark: Any) -> None:
-    """Each statement decodes alike both ways; the fast path takes exactly the forms it should."""
+def _statement_rows(spark: Any) -> Any:
     from cdclake.sources.oracle.source import RAW_DDL
 
     base = dict(SCN=5000, START_SCN=None, COMMIT_SCN=None, TIMESTAMP=dt.datetime(2024, 1, 1),
@@ -197,7 +196,12 @@ def test_statement_forms_outside_the_fast_path_go_to_python(spark: Any) -> None:
                  "COMMIT_TIMESTAMP": dt.datetime(2024, 1, 1, 0, 0, 1), "THREAD": None})
     rows.append({**base, "IDX": len(rows), "OPERATION_CODE": Q.OP_ROLLBACK, "SQL_REDO": "rollback", "XID": ""})
     names = [f.split(" ")[0] for f in RAW_DDL.split(", ")]
-    prepared = spark.createDataFrame([tuple(r[n] for n in names) for r in rows], RAW_DDL)
+    return spark.createDataFrame([tuple(r[n] for n in names) for r in rows], RAW_DDL)
+
+
+def test_statement_forms_outside_the_fast_path_go_to_python(spark: Any) -> None:
+    """Each statement decodes alike both ways; the fast path takes exactly the forms it should."""
+    prepared = _statement_rows(spark)
     plan = _plan(TableSchema("APP", "T", [column_from_oracle(n, t) for n, t in T_COLUMNS], ["ID"]))
     fast, slow = _both(prepared, plan)
     assert fast == slow
@@ -207,6 +211,20 @@ def test_statement_forms_outside_the_fast_path_go_to_python(spark: Any) -> None:
     expected = {i for i, (_, ok) in enumerate(STATEMENTS) if ok}
     assert taken == expected, {"taken, not expected": [STATEMENTS[i][0] for i in taken - expected],
                                "expected, not taken": [STATEMENTS[i][0] for i in expected - taken]}
+
+
+def test_schema_versions_within_the_window_follow_the_redo_index(spark: Any) -> None:
+    """A DDL in the window gives later rows another schema version (here: column P added at index
+    10, the table dropped at index 30): both decoders pick the same version for each row."""
+    prepared = _statement_rows(spark)
+    without_p = TableSchema("APP", "T", [column_from_oracle(n, t) for n, t in T_COLUMNS if n != "P"], ["ID"])
+    with_p = TableSchema("APP", "T", [column_from_oracle(n, t) for n, t in T_COLUMNS], ["ID"])
+    plan = DecodePlan([r"APP\..*"], [])
+    plan.versions["APP.T"] = [(-1, 3, without_p.to_json()), (10, 4, with_p.to_json()), (30, 5, None)]
+    fast, slow = _both(prepared, plan)
+    assert fast == slow
+    versions = {r[1]: r[8] for r in fast if r[2] == "change" and r[8] is not None}
+    assert versions[1] == 3 and versions[20] == 4 and all(idx <= 30 for idx in versions)
 
 
 def test_tables_with_other_column_types_are_left_to_python() -> None:
