@@ -173,12 +173,7 @@ public final class RedoFastPath implements UDF4<String, String, Long, Integer, R
         expect(" set ");
         LinkedHashMap<String, String> sets = new LinkedHashMap<>();
         items(sets, ", ");
-        LinkedHashMap<String, String> where = new LinkedHashMap<>();
-        if (pos < end) {
-          expect(" where ");
-          items(where, " and ");
-        }
-        done();
+        LinkedHashMap<String, String> where = where();
         LinkedHashMap<String, String> after = new LinkedHashMap<>(where);
         after.putAll(sets);
         return RowFactory.create("u", image(where, false), image(after, true), v.version);
@@ -186,13 +181,7 @@ public final class RedoFastPath implements UDF4<String, String, Long, Integer, R
       if (s.startsWith("delete from ")) {
         pos = 12;
         name();
-        LinkedHashMap<String, String> where = new LinkedHashMap<>();
-        if (pos < end) {
-          expect(" where ");
-          items(where, " and ");
-        }
-        done();
-        return RowFactory.create("d", image(where, false), null, v.version);
+        return RowFactory.create("d", image(where(), false), null, v.version);
       }
       throw Fallback.INSTANCE;
     }
@@ -200,25 +189,15 @@ public final class RedoFastPath implements UDF4<String, String, Long, Integer, R
     private Row insert() throws Fallback {
       expect("(");
       List<String> cols = new ArrayList<>();
-      while (true) {
+      do {
         cols.add(quoted());
-        if (peek(',')) {
-          pos++;
-          continue;
-        }
-        expect(") values (");
-        break;
-      }
+      } while (comma());
+      expect(") values (");
       List<String> vals = new ArrayList<>(cols.size());
-      while (true) {
+      do {
         vals.add(value());
-        if (peek(',')) {
-          pos++;
-          continue;
-        }
-        expect(")");
-        break;
-      }
+      } while (comma());
+      expect(")");
       done();
       if (cols.size() != vals.size()) {
         throw Fallback.INSTANCE;
@@ -228,6 +207,17 @@ public final class RedoFastPath implements UDF4<String, String, Long, Integer, R
         after.put(cols.get(i), vals.get(i));
       }
       return RowFactory.create("c", null, image(after, false), v.version);
+    }
+
+    /** An optional {@code where} clause that ends the statement. */
+    private LinkedHashMap<String, String> where() throws Fallback {
+      LinkedHashMap<String, String> where = new LinkedHashMap<>();
+      if (pos < end) {
+        expect(" where ");
+        items(where, " and ");
+      }
+      done();
+      return where;
     }
 
     /** {@code "C" = v} or {@code "C" IS NULL}, separated by {@code sep}, up to the end or " where ". */
@@ -368,6 +358,14 @@ public final class RedoFastPath implements UDF4<String, String, Long, Integer, R
         String text = out == null ? s.substring(from, q) : out.append(s, from, q).toString();
         return text.isEmpty() ? null : text;
       }
+    }
+
+    private boolean comma() {
+      if (peek(',')) {
+        pos++;
+        return true;
+      }
+      return false;
     }
 
     private boolean peek(char c) {
