@@ -200,6 +200,16 @@ class TargetTables:
     def parse_changes(self, events: DataFrame, schema: TableSchema, key_columns: list[str]) -> ParsedChanges:
         """Decode a batch's images once (kept in memory/disk) with what the MERGE and the dead-letter
         check both need: row count, undecodable count, and whether any image left columns out."""
+        from pyspark import StorageLevel
+
+        frame = self._parsed(events, schema, key_columns).persist(StorageLevel.MEMORY_AND_DISK)
+        stats = frame.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("__bad").cast("int")).alias("bad"),
+                          F.max(F.col("__partial").cast("int")).alias("partial")).first()
+        return ParsedChanges(frame, schema.qualified_name, int(stats.n), int(stats.bad or 0), bool(stats.partial))
+
+    def _parsed(self, events: DataFrame, schema: TableSchema, key_columns: list[str]) -> DataFrame:
+        """The images decoded (``b``, ``a``) with ``__bad`` (does not decode, or a null key) and
+        ``__partial`` (the after image lists unavailable columns)."""
         canon = _canonical_ddl(self.types, schema)
         omit = getattr(self.types, "images_may_omit_columns", False)
         canon_a = canon + (f", `{UNAVAILABLE_KEY}` ARRAY<STRING>" if omit else "")
@@ -213,19 +223,13 @@ class TargetTables:
                 nulls = " OR ".join(f"{image}.{quote(k)} IS NULL" for k in key_columns)
                 broken.append(f"({image} IS NOT NULL AND ({nulls}))")
         partial = f"a.`{UNAVAILABLE_KEY}` IS NOT NULL" if omit else "false"
-        frame = parsed.selectExpr("*", f"({' OR '.join(broken)}) AS `__bad`", f"{partial} AS `__partial`")
-        from pyspark import StorageLevel
-
-        frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
-        stats = frame.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("__bad").cast("int")).alias("bad"),
-                          F.max(F.col("__partial").cast("int")).alias("partial")).first()
-        return ParsedChanges(frame, schema.qualified_name, int(stats.n), int(stats.bad or 0), bool(stats.partial))
+        return parsed.selectExpr("*", f"({' OR '.join(broken)}) AS `__bad`", f"{partial} AS `__partial`")
 
     def undecodable(self, events: DataFrame | ParsedChanges, schema: TableSchema, key_columns: list[str]
                     ) -> DataFrame:
         """Bronze rows whose images do not decode with ``schema`` (dead-letter rows, with a reason)."""
-        parsed = events if isinstance(events, ParsedChanges) else self.parse_changes(events, schema, key_columns)
-        return parsed.frame.where("__bad").selectExpr(
+        frame = events.frame if isinstance(events, ParsedChanges) else self._parsed(events, schema, key_columns)
+        return frame.where("__bad").selectExpr(
             "window_id", "source_table", "seq", "position", "op",
             f"'images do not decode with schema of {_escape(schema.qualified_name)} (or key is null)' AS reason",
             "before", "after", "current_timestamp() AS recorded_at",
