@@ -264,6 +264,25 @@ def test_renamed_table_keeps_its_rows(spark, tmp_path):  # type: ignore[no-untyp
     assert spark.read.format("delta").load(pipeline.layout.target("APP.T")).count() == 0
 
 
+def test_rename_then_create_of_the_old_name_in_one_window(spark, tmp_path):  # type: ignore[no-untyped-def]
+    """Item 11: T renamed to T2 and a new T created in the same window: T2 keeps T's rows (the new
+    T starts empty and gets only its own), in both name orders."""
+    for new_name in ("T2", "S"):
+        db = SimulatedOracle(seed=70)
+        db.create_table("APP", "T", [("ID", "NUMBER(10)"), ("V", "VARCHAR2(20)")], ["ID"])
+        commit(db, ("i", "T", 1, "one"), ("i", "T", 2, "two"))
+        pipeline = oracle_pipeline(spark, db, tmp_path / new_name)
+        pipeline.snapshot()
+        commit(db, ("i", "T", 4, "four"), ("u", "T", 1, "uno"))
+        db.rename_table("APP", "T", new_name)
+        db.create_table("APP", "T", [("ID", "NUMBER(10)"), ("V", "VARCHAR2(20)")], ["ID"])
+        commit(db, ("i", "T", 7, "seven"), ("i", new_name, 3, "three"))
+        pipeline.mine()
+        assert_lake_equals_simulated(spark, pipeline, db, ["APP.T", f"APP.{new_name}"])
+        assert lake_rows(spark, pipeline, f"APP.{new_name}") == {1: "uno", 2: "two", 3: "three", 4: "four"}
+        assert lake_rows(spark, pipeline, "APP.T") == {7: "seven"}
+
+
 # ---- item 24: standby databases ---------------------------------------------------------------------------
 
 def test_physical_standby_is_refused_and_continues_once_promoted(spark, tmp_path):  # type: ignore[no-untyped-def]

@@ -523,12 +523,12 @@ class Pipeline:
             ddl = [e for e in entries if e.window_id == wid and e.kind != SKIPPED]
             before = self.control.latest_per_table(self.control.before_window(entries, wid))
             tables = _apply_order(set(counts) | {e.table for e in ddl}, ddl)
-            renamed_away = {e.renamed_from for e in ddl if e.renamed_from}
             new_states = dict(states)
             for table in tables:
+                renamed_to = {e.seq: e for e in ddl if e.renamed_from == table}
                 self._apply_table(window, table, bronze, truncates.get(table, []),
                                   [e for e in ddl if e.table == table], before.get(table), states.get(table),
-                                  report.resumed, table in renamed_away)
+                                  report.resumed, renamed_to)
             if not report.rows_by_table:
                 report.rows_by_table = counts
             as_of = {"as_of": time.time()}
@@ -558,8 +558,9 @@ class Pipeline:
         start_entry: HistoryEntry | None,
         state: TableState | None,
         resumed: bool,
-        renamed_away: bool = False,
+        renamed_to: dict[int, HistoryEntry] | None = None,
     ) -> None:
+        """``renamed_to``: the new name's entry of each rename of ``table`` in this window, by seq."""
         wid = window.window_id
         path = self.layout.target(table)
         floor = state.ordinal if state else -1
@@ -602,7 +603,8 @@ class Pipeline:
                     self.targets.truncate(path, seq, app_id, wid * MAX_STEPS_PER_WINDOW + step)
                     crash_point("truncate")
             elif not done:
-                self._apply_ddl(path, entry, seq, keep_rows=renamed_away and entry.schema is None)
+                moved_to = (renamed_to or {}).get(entry.seq) if entry.schema is None else None
+                self._apply_ddl(path, entry, seq, moved_to)
                 crash_point("ddl")
                 self.targets.set_marker(path, wid, step)
             if kind == "ddl":
@@ -623,12 +625,20 @@ class Pipeline:
             "table with 'cdclake snapshot --config <file> --tables <regex>'",
         )
 
-    def _apply_ddl(self, path: str, entry: HistoryEntry, seq: int, keep_rows: bool = False) -> None:
+    def _apply_ddl(self, path: str, entry: HistoryEntry, seq: int, moved_to: HistoryEntry | None = None) -> None:
+        """``moved_to``: for a drop that is a rename, the new name's entry."""
         if entry.schema is None:  # dropped: the mirror empties, history stays in Delta time travel
             if is_delta_table(self.spark, path):
                 self.targets.close_history(path, seq)
-                if not keep_rows:  # renamed away: the new table's step moves the rows (copy_rows)
+                if moved_to is None:
                     self.spark.sql(f"DELETE FROM delta.`{path}` WHERE `__seq` < {seq}")
+                else:
+                    # Renamed away: the rows move now, before a table created under the old name later in
+                    # the window empties this target. The new name's step moves again: nothing is left.
+                    dest = self.layout.target(moved_to.table)
+                    if not is_delta_table(self.spark, dest):
+                        self.targets.create(dest, moved_to.schema)  # type: ignore[arg-type]
+                    self.targets.copy_rows(path, dest, seq, self._key_columns(moved_to.schema))  # type: ignore[arg-type]
             return
         self.targets.evolve(path, entry.schema, entry.column_renames, seq)
         if entry.renamed_from:
