@@ -18,6 +18,7 @@ from cdclake.schema import TableSchema
 from cdclake.sources.oracle import queries as Q
 from cdclake.sources.oracle.decode import DecodePlan, decode_prepared, fast_path_plan, prepare, register_fast_path
 from cdclake.sources.oracle.logminer import _arrow_chunk, _CommitRanks
+from cdclake.sources.oracle.source import RAW_DDL
 from cdclake.sources.oracle.types import column_from_oracle
 from cdclake.testing.logminer_sim import SimulatedOracle
 
@@ -58,13 +59,7 @@ def _window(spark: Any, db: SimulatedOracle, lo: int) -> Any:
 
     rows = db.redo(lo, db.current_scn)
     table = _arrow_chunk(pa, rows, 1, 0, _CommitRanks())
-    return prepare(spark.createDataFrame(table, schema=_raw_ddl(spark)), continuations=False, rank=False)
-
-
-def _raw_ddl(spark: Any) -> str:
-    from cdclake.sources.oracle.source import RAW_DDL
-
-    return RAW_DDL
+    return prepare(spark.createDataFrame(table, schema=RAW_DDL), continuations=False, rank=False)
 
 
 def _both(prepared: Any, plan: DecodePlan) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
@@ -182,8 +177,6 @@ T_COLUMNS = [("ID", "NUMBER(10)"), ("N", "NUMBER(10,2)"), ("D", "DATE"), ("TS", 
 
 
 def _statement_rows(spark: Any) -> Any:
-    from cdclake.sources.oracle.source import RAW_DDL
-
     base = dict(SCN=5000, START_SCN=None, COMMIT_SCN=None, TIMESTAMP=dt.datetime(2024, 1, 1),
                 COMMIT_TIMESTAMP=None, XID="0A0B", OPERATION=None, SEG_OWNER="APP", TABLE_NAME="T",
                 ROW_ID="AAAR3sAAEAAAACXAAA", ROLLBACK=0, RS_ID=" 0x1 ", SSN=0, CSF=0, THREAD=1,

@@ -197,8 +197,7 @@ class InflightBuffer:
         # A commit of a transaction abandoned earlier: its changes are lost; report it loudly.
         late = rows.where(f"kind = '{KIND_COMMIT}'").join(abandoned_before, "txid")
         return Assembly(committed, new_inflight, ended_rows, errors,
-                        {"open": open_all, "open_after": open_after, "abandoned": abandoned, "late_commits": late},
-                        [tagged])
+                        {"open_after": open_after, "abandoned": abandoned, "late_commits": late}, [tagged])
 
     def record(self, window_id: int, assembly: Assembly) -> None:
         """Append the window's open changes and ended transactions (each idempotent per window)."""

@@ -128,8 +128,7 @@ class _Plan:
     def captures(self, table: str) -> bool:
         hit = self._captured.get(table)
         if hit is None:
-            hit = any(p.fullmatch(table) for p in self.include) and not any(p.fullmatch(table) for p in self.exclude)
-            self._captured[table] = hit
+            hit = self._captured[table] = _captured(table, self.include, self.exclude)
         return hit
 
     def decoder(self, table: str, idx: int) -> tuple[int, _Decoder | None] | None:
@@ -140,6 +139,10 @@ class _Plan:
             else:
                 break
         return found
+
+
+def _captured(table: str, include: list[re.Pattern[str]], exclude: list[re.Pattern[str]]) -> bool:
+    return any(p.fullmatch(table) for p in include) and not any(p.fullmatch(table) for p in exclude)
 
 
 class _Decoder:
@@ -438,7 +441,7 @@ def decode_prepared(prepared: DataFrame, plan: DecodePlan, jvm: bool = True) -> 
 
     With ``jvm`` (and cdclake's jar on the classpath), commits, rollbacks and the DML statements the
     JVM fast path takes (:func:`fast_path_plan`) are decoded in Spark SQL; only the rest goes through
-    the Python decoder, which gives the same rows for them (tests/unit/test_oracle_fast_path.py).
+    the Python decoder, which gives the same rows for them (tests/integration/test_oracle_fast_path.py).
     """
     python = functools.partial(decode_partition, plan.to_json())
     udf = register_fast_path(prepared.sparkSession, plan) if jvm else None
@@ -490,7 +493,7 @@ def fast_path_plan(plan: DecodePlan) -> str | None:
     tables: dict[str, list[Any]] = {}
     any_kinds = False
     for table, items in plan.versions.items():
-        if not any(p.fullmatch(table) for p in include) or any(p.fullmatch(table) for p in exclude):
+        if not _captured(table, include, exclude):
             continue
         versions = []
         for idx, version, text in items:

@@ -347,19 +347,15 @@ class OracleSource(FrameSource):
         position is in its snapshot already); without it, DDL at or below ``start`` is skipped."""
         lo, hi = start.mine_from, end_limit.scn
         here, _, here_resetlogs = (None, None, None) if self.export_mode else self._database()
-        if here is not None and end_limit.resetlogs is not None and end_limit.resetlogs != here_resetlogs:
-            # Planned before an OPEN RESETLOGS (the start was checked against it): its end may be an SCN
-            # of the discarded branch. Nothing of the window was mined, so it may end elsewhere.
-            log.warning("window %s was planned in the incarnation of RESETLOGS_CHANGE# %s up to SCN %s; mining it "
-                        "in the current one (RESETLOGS_CHANGE# %s) up to the current SCN", window_id,
-                        end_limit.resetlogs, end_limit.scn, here_resetlogs)
-            end_limit = ScnPosition(self.client.plan_end(), dbid=here, resetlogs=here_resetlogs)
-            hi = end_limit.scn
-        if here is not None and end_limit.dbid is not None and end_limit.dbid != here:
-            # Planned while source.dsn reached another database (that run was refused before mining):
-            # its end is no SCN of this one. Nothing of the window was mined, so it may end lower.
-            log.warning("window %s was planned on DBID %s up to SCN %s; mining it on DBID %s up to the current SCN",
-                        window_id, end_limit.dbid, end_limit.scn, here)
+        other_dbid = end_limit.dbid is not None and end_limit.dbid != here
+        other_incarnation = end_limit.resetlogs is not None and end_limit.resetlogs != here_resetlogs
+        if here is not None and (other_dbid or other_incarnation):
+            # Planned on another database (that run was refused before mining) or before an OPEN
+            # RESETLOGS: its end is no SCN of this lineage. Nothing of the window was mined, so it may
+            # end lower.
+            log.warning("window %s was planned on DBID %s (RESETLOGS_CHANGE# %s) up to SCN %s; mining it on DBID %s "
+                        "(RESETLOGS_CHANGE# %s) up to the current SCN", window_id, end_limit.dbid,
+                        end_limit.resetlogs, end_limit.scn, here, here_resetlogs)
             end_limit = ScnPosition(self.client.plan_end(), dbid=here, resetlogs=here_resetlogs)
             hi = min(hi, end_limit.scn)
         if self.export_mode:
