@@ -6,7 +6,7 @@ STAMP   := .venv/.cdclake-setup
 
 setup: $(STAMP)
 
-$(STAMP): setup.py tools/setup.sh tools/jars.txt $(wildcard jvm/src/cdclake/*/*.java)
+$(STAMP): setup.py tools/setup.sh tools/jars.txt tools/airflow-requirements.txt $(wildcard jvm/src/cdclake/*/*.java)
 	bash tools/setup.sh
 	touch $(STAMP)
 
@@ -34,4 +34,4 @@ test-oracle-live: setup
 	$(PY) -m pytest -q -p no:cacheprovider --rootdir . tests_live
 
 clean:
-	rm -rf .venv .cache/jars
+	rm -rf .venv .venv-airflow .cache/jars

@@ -5,4 +5,5 @@ import sys
 from cdclake.cli import cli
 
 if __name__ == "__main__":
-    cli(["mine", *sys.argv[1:]], prog_name="cdclake")
+    # Empty arguments are what an unset templated option leaves (Airflow): drop them.
+    cli(["mine", *[a for a in sys.argv[1:] if a != ""]], prog_name="cdclake")

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Idempotent set-up: system packages (MariaDB server, sysbench), the virtualenv, and the JVM jars.
+# Idempotent set-up: system packages (MariaDB server, sysbench), the virtualenvs (.venv for cdclake and
+# Spark, .venv-airflow for Airflow 3), and the JVM jars.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +23,14 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/pip install -q -U pip
 .venv/bin/pip install -q -e '.[test]'
+
+# Airflow 3 in its own virtualenv, with cdclake (no dependencies) for the DAG factory.
+if [ ! -x .venv-airflow/bin/python ]; then
+  python3 -m venv .venv-airflow
+  .venv-airflow/bin/pip install -q -U pip
+fi
+.venv-airflow/bin/pip install -q -r tools/airflow-requirements.txt
+.venv-airflow/bin/pip install -q --no-deps -e .
 
 mkdir -p .cache/jars
 while read -r coord; do

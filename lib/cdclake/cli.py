@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from cdclake.errors import CdcError
+from cdclake.errors import ERROR_TAG, CdcError, SnapshotDeferredError
 
 
 def _run(debug: bool, action: Callable[[], Any]) -> Any:
@@ -22,6 +22,9 @@ def _run(debug: bool, action: Callable[[], Any]) -> Any:
         click.echo(f"error: {exc.problem}", err=True)
         if exc.fix:
             click.echo(f"  fix: {exc.fix}", err=True)
+        # One line for orchestrators (the Airflow operator reads it): no secrets, the same words.
+        click.echo(ERROR_TAG + json.dumps({"kind": type(exc).__name__, "permanent": exc.permanent,
+                                           "problem": exc.problem, "fix": exc.fix}), err=True)
         sys.exit(2)
 
 
@@ -48,7 +51,7 @@ def snapshot(ctx: click.Context, config: str, tables: str | None) -> None:
     """Initial snapshot of the captured tables; records where mining starts."""
 
     def go() -> None:
-        report = _pipeline(config).snapshot(tables)
+        report = _pipeline(config).snapshot(tables or None)
         if not report.tables:
             click.echo("nothing to snapshot: every selected table is already streaming")
         for t in report.tables:
@@ -61,18 +64,47 @@ def snapshot(ctx: click.Context, config: str, tables: str | None) -> None:
 @cli.command()
 @click.option("--config", "config", required=True, type=click.Path())
 @click.option("--max-events", type=click.IntRange(min=1), default=None, help="stop after N row events")
+@click.option("--snapshot-missing", is_flag=True,
+              help="first snapshot captured tables that have no position yet (new in include_tables)")
 @click.pass_context
-def mine(ctx: click.Context, config: str, max_events: int | None) -> None:
+def mine(ctx: click.Context, config: str, max_events: int | None, snapshot_missing: bool) -> None:
     """One bounded mining run: stored position → log end at start (or N events), applied."""
 
     def go() -> None:
-        r = _pipeline(config).mine(max_events)
+        pipeline = _pipeline(config)
+        if snapshot_missing:
+            try:
+                s = pipeline.snapshot()
+            except SnapshotDeferredError as exc:
+                click.echo(f"warning: {exc.problem}; mining the other tables", err=True)
+            else:
+                for t in s.tables:
+                    click.echo(f"snapshot {t}: {s.rows_by_table.get(t, 0)} rows at {s.start}")
+        r = pipeline.mine(max_events)
         click.echo(
             f"window {r.window_id}{' (resumed)' if r.resumed else ''}: {r.start} -> {r.end}, "
             f"{r.events} events in {r.transactions} transactions, {r.duration_s:.1f}s"
         )
         for table, n in sorted(r.rows_by_table.items()):
             click.echo(f"  {table}: {n} changes")
+
+    _run(ctx.obj["debug"], go)
+
+
+@cli.command()
+@click.option("--config", "config", required=True, type=click.Path())
+@click.pass_context
+def maintain(ctx: click.Context, config: str) -> None:
+    """OPTIMIZE/VACUUM the targets; retention of bronze and control tables ('maintenance:' in the file)."""
+
+    def go() -> None:
+        run, m = _pipeline(config).maintain()
+        click.echo(f"optimized {len(m.optimized)} table(s), vacuumed {len(m.vacuumed)}")
+        if m.bronze_windows_deleted_through is not None:
+            click.echo(f"bronze: windows <= {m.bronze_windows_deleted_through} deleted")
+        for table, n in sorted(m.deleted_rows.items()):
+            click.echo(f"{table}: {n} row(s) past retention deleted")
+        click.echo(f"done in {run.duration_s:.1f}s")
 
     _run(ctx.obj["debug"], go)
 

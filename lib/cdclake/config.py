@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
@@ -222,6 +223,41 @@ class SparkConfig(_Strict):
     conf: dict[str, str] = Field(default_factory=dict)
 
 
+class AirflowOptions(_Strict):
+    """How ``airflow_dags/`` schedules this pipeline (read by the DAG factory, not by the jobs)."""
+
+    schedule: str | None = Field("*/15 * * * *", description="mining DAG: cron or preset; null = manual only")
+    snapshot_schedule: Literal["@once"] | None = Field(
+        "@once", description="snapshot DAG: '@once' (first run when the DAG appears) or null (manual only)")
+    maintenance_schedule: str | None = Field("@daily", description="maintenance DAG; null = manual only")
+    start_date: date = date(2024, 1, 1)
+    owner: str = "cdclake"
+    tags: list[str] = Field(default_factory=list)
+    retries: int = Field(3, ge=0, description="mining task retries (with exponential back-off)")
+    retry_delay_s: int = Field(60, ge=1)
+    max_retry_delay_s: int = Field(1800, ge=1)
+    timeout_s: int | None = Field(None, ge=1, description="a run taking longer fails (and is retried)")
+    spark_conn_id: str = Field("spark_default", description="Airflow connection of type spark: the master")
+    jobs_dir: str | None = Field(None, description="folder of cdclake's jobs/*.py on the Airflow worker; "
+                                                    "default: the jobs/ folder next to the installed package")
+    py_files: str | None = Field(None, description="cdclake wheel or zip shipped to executors (--py-files)")
+    jars: list[str] = Field(default_factory=list, description="jars for --jars; default: cdclake's jar cache")
+    env_vars: dict[str, str] = Field(default_factory=dict, description="environment of spark-submit")
+    config_path: str | None = Field(None, description="this file's path as the Spark driver sees it; "
+                                                       "default: the path the DAG factory read")
+
+
+class MaintenanceOptions(_Strict):
+    """What ``cdclake maintain`` (the maintenance DAG) does."""
+
+    optimize: bool = Field(True, description="OPTIMIZE (compact) each target table")
+    vacuum_retain_hours: int = Field(168, ge=0, description="VACUUM targets and bronze, keeping this much time "
+                                                            "travel; below 168 needs Delta's retention check off")
+    bronze_retention_days: int | None = Field(None, ge=1, description="delete bronze windows older than this "
+                                                                       "(null: keep the whole change log)")
+    control_retention_days: int = Field(30, ge=1, description="run log, transactions and dead letters kept")
+
+
 class PipelineConfig(_Strict):
     pipeline: str = Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
     source: SourceConfig | OracleSourceConfig = Field(discriminator="type")
@@ -229,6 +265,8 @@ class PipelineConfig(_Strict):
     mining: MiningOptions = Field(default_factory=MiningOptions)
     tables: dict[str, TableOptions] = Field(default_factory=dict)
     spark: SparkConfig = Field(default_factory=SparkConfig)
+    airflow: AirflowOptions = Field(default_factory=AirflowOptions)
+    maintenance: MaintenanceOptions = Field(default_factory=MaintenanceOptions)
     secrets_file: str | None = None
 
     @model_validator(mode="after")
@@ -284,16 +322,22 @@ def _substitute(node: Any, lookup: dict[str, str], path: str) -> Any:
     return node
 
 
-def load_config_text(text: str, origin: str = "<config>") -> PipelineConfig:
+def load_config_text(text: str, origin: str = "<config>", resolve_secrets: bool = True) -> PipelineConfig:
+    """Parse and validate a pipeline file's text.
+
+    ``resolve_secrets=False`` leaves every ``${VAR}`` as it is written (for readers that never
+    connect, such as the Airflow DAG factory, which must not need the secrets at parse time).
+    """
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{origin} is not valid YAML: {exc}", "fix the YAML syntax") from exc
     if not isinstance(raw, dict):
         raise ConfigError(f"{origin} must be a YAML mapping with keys pipeline, source, lake")
-    secrets_path = raw.get("secrets_file") or os.environ.get("CDCLAKE_SECRETS_FILE")
-    lookup = _read_secrets_file(secrets_path) if secrets_path else {}
-    raw = _substitute(raw, lookup, "")
+    if resolve_secrets:
+        secrets_path = raw.get("secrets_file") or os.environ.get("CDCLAKE_SECRETS_FILE")
+        lookup = _read_secrets_file(secrets_path) if secrets_path else {}
+        raw = _substitute(raw, lookup, "")
     try:
         return PipelineConfig.model_validate(raw)
     except ValidationError as exc:
@@ -315,7 +359,7 @@ def load_config_text(text: str, origin: str = "<config>") -> PipelineConfig:
         ) from None
 
 
-def load_config(path: str | os.PathLike[str]) -> PipelineConfig:
+def load_config(path: str | os.PathLike[str], resolve_secrets: bool = True) -> PipelineConfig:
     p = Path(path)
     try:
         text = p.read_text()
@@ -323,4 +367,4 @@ def load_config(path: str | os.PathLike[str]) -> PipelineConfig:
         raise ConfigError(
             f"cannot read pipeline file {p}: {exc.strerror}", "pass an existing file to --config"
         ) from exc
-    return load_config_text(text, str(p))
+    return load_config_text(text, str(p), resolve_secrets)

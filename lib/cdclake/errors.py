@@ -1,14 +1,20 @@
 """Errors that tell the operator what went wrong and how to fix it.
 
 Every error cdclake raises on purpose is a :class:`CdcError` carrying a ``fix`` hint; the CLI prints
-``problem`` and ``fix`` without a stack trace (``--debug`` shows it).
+``problem`` and ``fix`` without a stack trace (``--debug`` shows it), then one machine-readable line,
+``ERROR_TAG`` + JSON (problem, fix, kind, permanent), that orchestrators read: a ``permanent`` error
+needs an operator (a retry cannot cure it), the others may pass on a retry.
 """
 
 from __future__ import annotations
 
+ERROR_TAG = "cdclake-error: "
+
 
 class CdcError(Exception):
     """A problem the operator can act on: ``str(err)`` names the problem and the fix."""
+
+    permanent = False  # True: retrying without a change by the operator cannot succeed
 
     def __init__(self, problem: str, fix: str | None = None) -> None:
         self.problem = problem
@@ -19,17 +25,25 @@ class CdcError(Exception):
 class ConfigError(CdcError):
     """The pipeline file is invalid (unknown key, wrong type, missing secret)."""
 
+    permanent = True
+
 
 class PreflightError(CdcError):
     """The source server is not set up for CDC (binlog off, wrong format, privileges...)."""
+
+    permanent = True
 
 
 class PositionLostError(CdcError):
     """The stored log position is no longer available on the source (purged logs)."""
 
+    permanent = True
+
 
 class DdlParseError(CdcError):
     """A DDL statement in the log could not be parsed; carries the statement and its position."""
+
+    permanent = True
 
     def __init__(self, statement: str, position: str, reason: str) -> None:
         self.statement = statement
@@ -44,6 +58,13 @@ class DdlParseError(CdcError):
 class SchemaMismatchError(CdcError):
     """A row event does not fit the schema the history says is valid at its position."""
 
+    permanent = True
+
 
 class ConcurrentRunError(CdcError):
     """Another run of the same pipeline holds the lock."""
+
+
+class SnapshotDeferredError(CdcError):
+    """New tables cannot be snapshotted yet (a transaction open at the snapshot began before the
+    stream's position); mining the other tables may go on."""

@@ -78,11 +78,13 @@ def build_spark(
     if jars and "spark.jars" not in (conf or {}):
         settings["spark.jars"] = ",".join(jars)
     builder = SparkSession.builder.appName(app_name)
-    # spark-submit sets the master itself; only default to local when nothing did.
+    # spark-submit sets the master itself (its JVM is up and handed this process a gateway); only
+    # default to local when nothing did.
     master = master or os.environ.get("CDCLAKE_SPARK_MASTER")
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
     if master:
         builder = builder.master(master)
-    elif "SPARK_HOME" not in os.environ or not os.environ.get("PYSPARK_SUBMIT_ARGS"):
+    elif not submitted and ("SPARK_HOME" not in os.environ or not os.environ.get("PYSPARK_SUBMIT_ARGS")):
         builder = builder.master("local[2]")
         master = "local[2]"
     if (master or "").startswith("local") and not os.environ.get("PYSPARK_PYTHON"):

@@ -65,8 +65,9 @@ from cdclake.engine.lake import (
     read_delta,
 )
 from cdclake.engine.lock import pipeline_lock
+from cdclake.engine.maintenance import MaintenanceReport, maintain
 from cdclake.engine.target import ParsedChanges, TargetTables
-from cdclake.errors import CdcError
+from cdclake.errors import CdcError, SnapshotDeferredError
 from cdclake.schema import TableSchema
 from cdclake.sources.base import Ddl, FrameSource, Position, Source, WindowEnd
 
@@ -191,7 +192,7 @@ class Pipeline:
             # A transaction open at this snapshot began before where the stream stands: its earlier
             # changes to the new tables were read (and left out) by windows already mined.
             stream_at = self.source.position_from_dict(min(streaming, key=lambda s: s.ordinal).position)
-            raise CdcError(
+            raise SnapshotDeferredError(
                 f"cannot add {', '.join(todo)} now: a transaction open at the snapshot ({pos.describe()}) started "
                 f"before the position the other tables stream from ({stream_at.describe()}), "
                 "so its earlier changes to the new tables are no longer in any window",
@@ -650,6 +651,18 @@ class Pipeline:
             self.spark.sql(f"DELETE FROM delta.`{path}` WHERE `__seq` < {seq}")
 
     # ---- status ----------------------------------------------------------------------------------
+
+    def maintain(self) -> tuple[RunReport, MaintenanceReport]:
+        """Compaction, vacuum and retention (:mod:`cdclake.engine.maintenance`), under the pipeline lock."""
+        result: list[MaintenanceReport] = []
+
+        def body(report: RunReport) -> None:
+            targets = [self.layout.target(t) for t in sorted(self.control.table_states())]
+            result.append(maintain(self.spark, self.layout, targets, self.config.maintenance, self.config.pipeline))
+            report.tables = sorted(self.control.table_states())
+
+        report = self._locked_run("maintain", body)
+        return report, result[0]
 
     def status(self) -> list[dict[str, Any]]:
         if not self.control.exists():

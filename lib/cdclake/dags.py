@@ -1,0 +1,231 @@
+"""Airflow 3 DAGs for cdclake pipelines: one set per pipeline file in a folder.
+
+For every ``*.yaml`` pipeline file in the folder (default ``conf/pipelines/``, or
+``$CDCLAKE_PIPELINES_DIR``), :func:`pipeline_dags` builds:
+
+* ``cdclake_<pipeline>_snapshot`` — the initial snapshot (``airflow.snapshot_schedule``: ``@once``
+  runs it when the DAG first appears; it can be triggered again by hand, e.g. with ``tables``);
+* ``cdclake_<pipeline>_mine`` — one bounded mining run per schedule tick (``airflow.schedule``): one
+  active run at a time, no catch-up pile-up, retries with exponential back-off. Tables without a
+  position (new in ``include_tables``) are snapshotted first. An error an operator must fix (a gap
+  in the source log, an invalid file, a failed preflight) fails the task at once, without retries,
+  with cdclake's problem and fix as the failure message;
+* ``cdclake_<pipeline>_maintenance`` — OPTIMIZE/VACUUM of the targets and retention of bronze and
+  control tables (``maintenance:`` in the pipeline file).
+
+Every task is a :class:`CdcSparkSubmitOperator` (``SparkSubmitOperator`` running ``jobs/<verb>.py``
+with the connection ``airflow.spark_conn_id`` and the pipeline's ``spark.conf``). Each target table
+named literally in the pipeline file (``tables:`` keys, or an ``include_tables`` pattern without
+wildcards) is an Airflow :class:`~airflow.sdk.Asset` that the snapshot and mining tasks update, and
+so is the pipeline as a whole (``cdclake.<pipeline>``): downstream DAGs can be scheduled on them.
+
+The factory only reads the files (secrets stay unresolved): the scheduler needs neither Spark nor
+database access nor secrets. A DAG file is two lines (``airflow_dags/cdclake_pipelines.py``)::
+
+    from cdclake.dags import dags_from_folder
+    globals().update(dags_from_folder())
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from airflow.exceptions import AirflowException
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import DAG, Asset, Param
+from airflow.sdk.exceptions import AirflowFailException
+
+from cdclake.config import PipelineConfig, load_config
+from cdclake.engine.lake import LakeLayout
+from cdclake.errors import ERROR_TAG
+from cdclake.spark import PROJECT_ROOT, cached_jars
+
+PIPELINES_DIR_ENV = "CDCLAKE_PIPELINES_DIR"
+DEFAULT_PIPELINES_DIR = PROJECT_ROOT / "conf" / "pipelines"
+_WILDCARDS = re.compile(r"(?<!\\)[.*+?()\[\]{}|^$]")
+
+
+class CdcSparkSubmitHook(SparkSubmitHook):
+    """Remembers the error a cdclake job reports (``ERROR_TAG`` line) while the output streams by."""
+
+    cdc_error: dict[str, Any] | None = None
+
+    def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
+        def watch(lines: Iterator[Any]) -> Iterator[Any]:
+            for line in lines:
+                text = line.strip() if isinstance(line, str) else str(line).strip()
+                if text.startswith(ERROR_TAG):
+                    try:
+                        self.cdc_error = json.loads(text[len(ERROR_TAG):])
+                    except ValueError:
+                        pass
+                yield line
+
+        super()._process_spark_submit_log(watch(itr))
+
+
+class CdcSparkSubmitOperator(SparkSubmitOperator):
+    """``SparkSubmitOperator`` for cdclake jobs: a failure carries cdclake's problem and fix, and an
+    error no retry can cure (gap in the source log, invalid configuration, failed preflight, DDL that
+    does not parse) fails the task without retrying."""
+
+    def _get_hook(self) -> SparkSubmitHook:
+        hook = super()._get_hook()
+        hook.__class__ = CdcSparkSubmitHook  # same state, plus the error watch; no second constructor call
+        return hook
+
+    def execute(self, context: Any) -> None:
+        try:
+            super().execute(context)
+        except AirflowException as exc:
+            error = getattr(self._hook, "cdc_error", None)
+            if not error:
+                raise
+            message = f"cdclake: {error.get('problem')}" + (f" -- fix: {error['fix']}" if error.get("fix") else "")
+            if error.get("permanent"):
+                raise AirflowFailException(message) from exc
+            raise AirflowException(message) from exc
+
+
+def literal_tables(config: PipelineConfig) -> list[str]:
+    """Tables the pipeline file names literally: ``tables:`` keys and wildcard-free include patterns.
+
+    >>> from cdclake.config import load_config_text
+    >>> cfg = load_config_text('''
+    ... pipeline: shop
+    ... source: {type: mariadb, host: h, user: u, password: "${PW}", server_id: 1,
+    ...          include_tables: ['shop\\\\.orders', 'shop\\\\.item_.*']}
+    ... lake: {root: /lake}
+    ... ''', resolve_secrets=False)
+    >>> literal_tables(cfg)
+    ['shop.orders']
+    """
+    names = set(config.tables)
+    for pattern in config.source.include_tables:
+        if not _WILDCARDS.search(pattern):
+            name = re.sub(r"\\(.)", r"\1", pattern)
+            if config.source.captures(name):
+                names.add(name)
+    return sorted(names)
+
+
+def _uri(path: str) -> str:
+    return path if "://" in path else f"file://{path}"
+
+
+def table_assets(config: PipelineConfig) -> list[Asset]:
+    """The pipeline's Assets: one per literally named target table, and ``cdclake.<pipeline>``."""
+    layout = LakeLayout(config.lake.root, config.pipeline)
+    assets = [Asset(name=f"cdclake.{config.pipeline}", uri=_uri(layout.root), group="cdclake")]
+    assets += [Asset(name=f"cdclake.{config.pipeline}.{table}", uri=_uri(layout.target(table)), group="cdclake")
+               for table in literal_tables(config)]
+    return assets
+
+
+@dataclass(frozen=True)
+class _Submit:
+    """How the pipeline's jobs are submitted: jobs folder, config path, spark-submit settings."""
+
+    jobs_dir: Path
+    config_path: str
+    settings: dict[str, Any]
+
+    @classmethod
+    def of(cls, config: PipelineConfig, config_path: Path) -> _Submit:
+        af = config.airflow
+        jars = af.jars or cached_jars()
+        return cls(
+            jobs_dir=Path(af.jobs_dir) if af.jobs_dir else PROJECT_ROOT / "jobs",
+            config_path=af.config_path or str(config_path),
+            settings={"conn_id": af.spark_conn_id, "conf": dict(config.spark.conf),
+                      "jars": ",".join(jars) if jars else None, "py_files": af.py_files,
+                      "env_vars": dict(af.env_vars) or None, "name": f"cdclake-{config.pipeline}"},
+        )
+
+    def task(self, task_id: str, verb: str, args: list[str], **extra: Any) -> CdcSparkSubmitOperator:
+        return CdcSparkSubmitOperator(task_id=task_id, application=str(self.jobs_dir / f"{verb}.py"),
+                                      application_args=["--config", self.config_path, *args],
+                                      **self.settings, **extra)
+
+
+def pipeline_dags(config_path: str | os.PathLike[str]) -> dict[str, DAG]:
+    """The DAGs of one pipeline file, by DAG id."""
+    path = Path(config_path).resolve()
+    config = load_config(path, resolve_secrets=False)
+    af = config.airflow
+    submit = _Submit.of(config, path)
+    name = config.pipeline
+    start = datetime(af.start_date.year, af.start_date.month, af.start_date.day, tzinfo=timezone.utc)
+    assets = table_assets(config)
+    common = {"start_date": start, "catchup": False, "tags": ["cdclake", name, *af.tags],
+              "default_args": {"owner": af.owner}}
+    timeout = timedelta(seconds=af.timeout_s) if af.timeout_s else None
+    dags: dict[str, DAG] = {}
+
+    with DAG(
+        dag_id=f"cdclake_{name}_snapshot",
+        description=f"cdclake {name}: initial snapshot (consistent read; records where mining starts)",
+        schedule=af.snapshot_schedule,
+        max_active_runs=1,
+        params={"tables": Param("", type="string", description="anchored regex on 'database.table' to limit "
+                                                                "the snapshot; empty: every table without a position")},
+        doc_md=f"Snapshot of pipeline `{name}` ({path}). Tables already streaming are left alone.",
+        **common,
+    ) as dag:
+        submit.task("snapshot", "snapshot", ["{{ '--tables' if params.tables else '' }}", "{{ params.tables }}"],
+                    outlets=assets, execution_timeout=timeout)
+    dags[dag.dag_id] = dag
+
+    with DAG(
+        dag_id=f"cdclake_{name}_mine",
+        description=f"cdclake {name}: one bounded mining window, applied to the Delta tables",
+        schedule=af.schedule,
+        max_active_runs=1,
+        params={"max_events": Param(None, type=["null", "integer"], minimum=1,
+                                    description="stop the window after this many row changes")},
+        doc_md=f"Mining run of pipeline `{name}` ({path}): stored position -> log end at start.",
+        **common,
+    ) as dag:
+        submit.task("mine", "mine", ["--snapshot-missing", "{{ '--max-events' if params.max_events else '' }}",
+                                     "{{ params.max_events or '' }}"],
+                    outlets=assets, retries=af.retries, retry_delay=timedelta(seconds=af.retry_delay_s),
+                    retry_exponential_backoff=True, max_retry_delay=timedelta(seconds=af.max_retry_delay_s),
+                    execution_timeout=timeout)
+    dags[dag.dag_id] = dag
+
+    with DAG(
+        dag_id=f"cdclake_{name}_maintenance",
+        description=f"cdclake {name}: OPTIMIZE/VACUUM of targets, retention of bronze and control tables",
+        schedule=af.maintenance_schedule,
+        max_active_runs=1,
+        doc_md=f"Maintenance of pipeline `{name}` ({path}); settings under `maintenance:` in the file.",
+        **common,
+    ) as dag:
+        submit.task("maintain", "maintain", [], retries=1, retry_delay=timedelta(minutes=10),
+                    execution_timeout=timeout)
+    dags[dag.dag_id] = dag
+    return dags
+
+
+def dags_from_folder(folder: str | os.PathLike[str] | None = None) -> dict[str, DAG]:
+    """The DAGs of every ``*.yaml``/``*.yml`` pipeline file in ``folder`` (default
+    ``$CDCLAKE_PIPELINES_DIR`` or ``conf/pipelines/``), by DAG id."""
+    base = Path(folder or os.environ.get(PIPELINES_DIR_ENV) or DEFAULT_PIPELINES_DIR)
+    files = sorted([*base.glob("*.yaml"), *base.glob("*.yml")])
+    dags: dict[str, DAG] = {}
+    owner: dict[str, Path] = {}
+    for file in files:
+        for dag_id, dag in pipeline_dags(file).items():
+            if dag_id in dags:
+                raise AirflowException(f"pipeline files {owner[dag_id]} and {file} both define DAG {dag_id}: "
+                                       "give each pipeline a unique 'pipeline:' name")
+            dags[dag_id], owner[dag_id] = dag, file
+    return dags

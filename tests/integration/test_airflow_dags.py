@@ -1,0 +1,200 @@
+"""The Airflow DAGs (airflow_dags/, cdclake.dags), run by Airflow 3 in its own virtualenv."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.integration.airflow_helpers import DAGBAG_SCRIPT, DAGS_FOLDER, ROOT, airflow_env, migrate, run_in_airflow
+from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline, pipeline_yaml
+
+ORACLE_EXPORT = """\
+pipeline: audit
+source:
+  type: oracle
+  mode: export
+  export: {path: /data/exports/logminer, format: parquet}
+  include_tables: ['APP\\\\..*']
+lake:
+  root: s3a://bucket/lake
+airflow:
+  schedule: null
+  snapshot_schedule: null
+  maintenance_schedule: "0 3 * * 0"
+  tags: [audit]
+"""
+
+
+@pytest.fixture(scope="module")
+def airflow_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("airflow-home")
+    migrate(airflow_env(home, home))
+    return home
+
+
+def _dagbag(home: Path, pipelines: Path) -> dict:
+    return run_in_airflow(DAGBAG_SCRIPT.format(folder=str(DAGS_FOLDER)), airflow_env(home, pipelines))
+
+
+def test_dag_file_imports_cleanly_and_builds_each_pipelines_dags(airflow_home: Path, tmp_path: Path) -> None:
+    pipelines = tmp_path / "pipelines"
+    pipelines.mkdir()
+    shutil.copy(ROOT / "conf" / "pipelines" / "example-mariadb.yaml", pipelines / "shop.yaml")
+    (pipelines / "audit.yml").write_text(ORACLE_EXPORT)
+    (pipelines / "notes.txt").write_text("not a pipeline file")
+
+    bag = _dagbag(airflow_home, pipelines)
+
+    assert bag["import_errors"] == {}
+    assert bag["warnings"] == [] and bag["captured"] == {}
+    assert sorted(bag["dags"]) == [f"cdclake_{p}_{kind}" for p in ("audit", "example_shop")
+                                   for kind in ("maintenance", "mine", "snapshot")]
+    mine = bag["dags"]["cdclake_example_shop_mine"]
+    assert mine["schedule"] == "*/10 * * * *"
+    assert mine["max_active_runs"] == 1 and mine["catchup"] is False
+    assert mine["params"] == ["max_events"]
+    task = mine["tasks"]["mine"]
+    assert task["type"] == "CdcSparkSubmitOperator"
+    assert task["application"] == str(ROOT / "jobs" / "mine.py")
+    assert task["args"][:3] == ["--config", str(pipelines / "shop.yaml"), "--snapshot-missing"]
+    assert task["conn_id"] == "spark_default" and task["conf"] == {"spark.executor.memory": "4g"}
+    assert "delta-spark" in task["jars"] and "cdclake-jvm.jar" in task["jars"]
+    assert (task["retries"], task["backoff"], task["retry_delay_s"], task["max_retry_delay_s"]) == (3, True, 60, 1800)
+    assert task["outlets"] == [
+        ["cdclake.example_shop", "file:///data/lake/example_shop"],
+        ["cdclake.example_shop.shop.customers", "file:///data/lake/example_shop/shop__customers"],
+        ["cdclake.example_shop.shop.orders", "file:///data/lake/example_shop/shop__orders"],
+    ]
+    snapshot = bag["dags"]["cdclake_example_shop_snapshot"]
+    assert snapshot["schedule"] == "@once" and snapshot["params"] == ["tables"]
+    assert snapshot["tasks"]["snapshot"]["outlets"] == task["outlets"]
+    maintenance = bag["dags"]["cdclake_example_shop_maintenance"]
+    assert maintenance["schedule"] == "@daily"
+    assert maintenance["tasks"]["maintain"]["application"] == str(ROOT / "jobs" / "maintain.py")
+
+    # Wildcard includes name no table: only the pipeline-wide asset; null schedules: manual DAGs.
+    audit = bag["dags"]["cdclake_audit_mine"]
+    assert audit["schedule"] == "None" and "audit" in audit["tags"]
+    assert audit["tasks"]["mine"]["outlets"] == [["cdclake.audit", "s3a://bucket/lake/audit"]]
+    assert bag["dags"]["cdclake_audit_snapshot"]["schedule"] == "None"
+    assert bag["dags"]["cdclake_audit_maintenance"]["schedule"] == "0 3 * * 0"
+
+
+def test_invalid_pipeline_file_is_an_import_error_naming_file_and_key(airflow_home: Path, tmp_path: Path) -> None:
+    pipelines = tmp_path / "pipelines"
+    pipelines.mkdir()
+    (pipelines / "broken.yaml").write_text(ORACLE_EXPORT.replace("schedule: null", "shedule: null", 1))
+
+    bag = _dagbag(airflow_home, pipelines)
+
+    assert bag["dags"] == {}
+    [error] = bag["import_errors"].values()
+    assert "broken.yaml" in error and "airflow.shedule: unknown key" in error
+
+
+OPERATOR_SCRIPT = """
+import json
+from airflow.sdk.exceptions import AirflowFailException
+from cdclake.dags import pipeline_dags
+task = pipeline_dags({config!r})[{dag!r}].get_task({task!r})
+try:
+    task.execute(context={{}})
+    print(json.dumps({{"raised": None}}))
+except Exception as exc:
+    print(json.dumps({{"raised": type(exc).__name__, "permanent": isinstance(exc, AirflowFailException),
+                      "message": str(exc)}}))
+"""
+
+
+def test_permanent_error_fails_the_task_without_retry_and_says_the_fix(airflow_home: Path, tmp_path: Path) -> None:
+    # A real spark-submit of jobs/maintain.py: the pipeline file's secret is not set in the job's environment.
+    config = tmp_path / "p.yaml"
+    config.write_text(textwrap.dedent(f"""\
+        pipeline: p
+        source: {{type: mariadb, host: 127.0.0.1, user: cdc, password: "${{CDCLAKE_UNSET_SECRET}}", server_id: 9}}
+        lake: {{root: {tmp_path}/lake}}
+        airflow: {{env_vars: {{PYSPARK_PYTHON: {sys.executable}}}}}
+        """))
+    env = airflow_env(airflow_home, tmp_path)
+    env.pop("CDCLAKE_UNSET_SECRET", None)
+
+    out = run_in_airflow(OPERATOR_SCRIPT.format(config=str(config), dag="cdclake_p_maintenance", task="maintain"),
+                         env)
+
+    assert out["raised"] == "AirflowFailException" and out["permanent"]
+    assert "source.password: secret/variable ${CDCLAKE_UNSET_SECRET} is not set" in out["message"]
+    assert "fix: export CDCLAKE_UNSET_SECRET=..." in out["message"]
+
+
+def test_transient_error_is_left_to_retries_with_cdclakes_message(airflow_home: Path, tmp_path: Path) -> None:
+    # spark-submit stand-in: prints what the CLI prints for a retryable error (another run holds the lock).
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    tag = json.dumps({"kind": "ConcurrentRunError", "permanent": False, "problem": "another run holds the lock",
+                      "fix": "wait for it"})
+    (fake / "spark-submit").write_text(f"#!/bin/sh\necho 'error: another run holds the lock' >&2\n"
+                                       f"echo 'cdclake-error: {tag}' >&2\nexit 2\n")
+    (fake / "spark-submit").chmod(0o755)
+    config = tmp_path / "p.yaml"
+    config.write_text(f"pipeline: p\nsource: {{type: mariadb, host: h, user: u, password: x, server_id: 9}}\n"
+                      f"lake: {{root: {tmp_path}/lake}}\n")
+    env = airflow_env(airflow_home, tmp_path)
+    env["PATH"] = f"{fake}:{env['PATH']}"
+
+    out = run_in_airflow(OPERATOR_SCRIPT.format(config=str(config), dag="cdclake_p_maintenance", task="maintain"),
+                         env)
+
+    assert out["raised"] == "AirflowException" and not out["permanent"]
+    assert out["message"] == "cdclake: another run holds the lock -- fix: wait for it"
+
+
+DAG_TEST_SCRIPT = """
+import json
+from cdclake.dags import pipeline_dags
+dag = pipeline_dags({config!r})[{dag!r}]
+run = dag.test({conf})
+print(json.dumps({{"state": str(run.state)}}))
+"""
+
+
+def test_snapshot_and_mining_dags_end_with_the_lake_equal_to_mariadb(
+        spark, mariadb, fresh_database: str, airflow_home: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    db = fresh_database
+    mariadb.execute(f"CREATE TABLE {db}.orders (id INT PRIMARY KEY, status VARCHAR(20), amount DECIMAL(10,2))")
+    mariadb.execute(f"CREATE TABLE {db}.notes (id BIGINT PRIMARY KEY, body TEXT)")
+    for i in range(1, 201):
+        mariadb.execute(f"INSERT INTO {db}.orders VALUES ({i}, 'new', {i}.25)")
+    lake = tmp_path / "lake"
+    pipelines = tmp_path / "pipelines"
+    pipelines.mkdir()
+    config = pipelines / "shop.yaml"
+    config.write_text(pipeline_yaml(mariadb, db, lake, name="af_shop")
+                      + f"airflow:\n  env_vars: {{PYSPARK_PYTHON: {sys.executable}}}\n")
+    env = airflow_env(airflow_home, pipelines)
+
+    snap = run_in_airflow(DAG_TEST_SCRIPT.format(config=str(config), dag="cdclake_af_shop_snapshot", conf=""), env)
+    assert snap["state"] == "success"
+
+    with mariadb.connect(autocommit=False) as conn, conn.cursor() as cur:
+        cur.execute(f"UPDATE {db}.orders SET status = 'paid', amount = amount * 2 WHERE id % 3 = 0")
+        cur.execute(f"DELETE FROM {db}.orders WHERE id % 7 = 0")
+        cur.execute(f"INSERT INTO {db}.notes VALUES (1, 'first'), (2, NULL), (3, 'third')")
+        conn.commit()
+        cur.execute(f"INSERT INTO {db}.orders VALUES (1000, 'rolled back', 1)")
+        conn.rollback()
+        cur.execute(f"UPDATE {db}.notes SET body = 'changed' WHERE id = 1")
+        cur.execute(f"DELETE FROM {db}.notes WHERE id = 3")
+        conn.commit()
+
+    mine = run_in_airflow(DAG_TEST_SCRIPT.format(config=str(config), dag="cdclake_af_shop_mine", conf=""), env)
+    assert mine["state"] == "success"
+
+    pipeline = make_pipeline(spark, mariadb, db, lake, name="af_shop")
+    assert_lake_equals_source(spark, mariadb, pipeline, [f"{db}.orders", f"{db}.notes"])
+    runs = spark.read.format("delta").load(pipeline.layout.runs).where("status = 'ok'")
+    assert sorted(r.command for r in runs.collect()) == ["mine", "snapshot", "snapshot"]
