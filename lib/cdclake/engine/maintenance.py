@@ -8,11 +8,13 @@ Runs under the pipeline lock, so never beside a snapshot or mining run:
 * control tables: run log and dead letters older than ``control_retention_days`` are deleted;
   records of committed and rolled-back transactions too, once the in-flight buffer holds no row
   of them (abandoned ones are kept: they make a late commit of the same transaction reportable);
-* bronze and control tables are vacuumed.
+* bronze and control tables (appended to by every run) are compacted and vacuumed.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -41,14 +43,40 @@ def _deleted(spark: SparkSession, path: str, where: str) -> int:
     return int(result[0][0]) if result and result[0][0] is not None else 0
 
 
+@contextlib.contextmanager
+def _session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    previous = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
 def maintain(spark: SparkSession, layout: LakeLayout, targets: list[str], options: MaintenanceOptions,
              pipeline: str) -> MaintenanceReport:
     """Compact and vacuum ``targets`` (paths) and apply the retention rules to bronze and control tables."""
+    settings = {
+        # VACUUM lists files with this many tasks (default 10,000: minutes of scheduling on a small
+        # cluster); one task per core is enough for a table's directories.
+        "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(max(1, spark.sparkContext.defaultParallelism)),
+    }
+    if options.vacuum_retain_hours < 168:
+        # Delta refuses a shorter retention unless its safety check is off; the option says it is wanted.
+        settings["spark.databricks.delta.retentionDurationCheck.enabled"] = "false"
+    with _session_conf(spark, settings):
+        return _maintain(spark, layout, targets, options, pipeline)
+
+
+def _maintain(spark: SparkSession, layout: LakeLayout, targets: list[str], options: MaintenanceOptions,
+              pipeline: str) -> MaintenanceReport:
     report = MaintenanceReport()
     hours = options.vacuum_retain_hours
-    if hours < 168:
-        # Delta refuses a shorter retention unless its safety check is off; the option says it is wanted.
-        spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
     for path in targets:
         for table in (path, history_path(path)):
             if not is_delta_table(spark, table):
@@ -85,9 +113,13 @@ def maintain(spark: SparkSession, layout: LakeLayout, targets: list[str], option
             buffer.purge(int(old.w))  # first: no in-flight row may outlive its transaction's record
             report.deleted_rows["transactions"] = _deleted(
                 spark, layout.transactions, f"recorded_at < {cutoff_sql} AND status <> '{ABANDONED}'")
+    # Appended to once per run or window: many small files that every run reads.
     for table in (layout.bronze, layout.runs, layout.dead_letters, layout.transactions, layout.inflight,
                   layout.checkpoints, layout.schema_history):
         if is_delta_table(spark, table):
+            if options.optimize:
+                spark.sql(f"OPTIMIZE {delta_ref(table)}").collect()
+                report.optimized.append(table)
             spark.sql(f"VACUUM {delta_ref(table)} RETAIN {hours} HOURS").collect()
             report.vacuumed.append(table)
     return report
