@@ -93,6 +93,25 @@ def mine(ctx: click.Context, config: str, max_events: int | None, snapshot_missi
 
 @cli.command()
 @click.option("--config", "config", required=True, type=click.Path())
+@click.option("--table", required=True, help="the captured table, 'database.table' (Oracle: 'OWNER.TABLE')")
+@click.option("--where", default=None, help="only rows matching this SQL filter on the table's columns, valid in "
+                                            "both the source's SQL and Spark SQL, e.g. \"id BETWEEN 1 AND 999\"")
+@click.option("--mode", type=click.Choice(["resnapshot"]), default="resnapshot", show_default=True,
+              help="resnapshot: read the rows from the source again and merge them, while mining goes on")
+@click.pass_context
+def backfill(ctx: click.Context, config: str, table: str, where: str | None, mode: str) -> None:
+    """Repair a table or a key range from the source, without pausing mining; run it again to resume."""
+
+    def go() -> None:
+        r = _pipeline(config).backfill(table, where or None)
+        click.echo(f"backfill {table}{f' ({where})' if where else ''}: {r.rows_by_table.get(table, 0)} source rows "
+                   f"read at {r.start}, merged in {r.duration_s:.1f}s")
+
+    _run(ctx.obj["debug"], go)
+
+
+@cli.command()
+@click.option("--config", "config", required=True, type=click.Path())
 @click.pass_context
 def maintain(ctx: click.Context, config: str) -> None:
     """OPTIMIZE/VACUUM the targets; retention of bronze and control tables ('maintenance:' in the file)."""

@@ -57,6 +57,17 @@ def snapshot_seq(position_ordinal: int) -> int:
     return position_ordinal * SEQ_SPAN
 
 
+def backfill_seq(position_ordinal: int) -> int:
+    """The sequence of rows re-read from the source at a position: after every change committed at or
+    before it (a MySQL transaction's commit ordinal is the position just after it, so the last one
+    before a position shares its ordinal), before every change committed after it.
+
+    >>> event_seq(42, 3) < backfill_seq(42) < event_seq(43, 1)
+    True
+    """
+    return position_ordinal * SEQ_SPAN + SEQ_SPAN - 1
+
+
 def commit_ordinal_of(seq: int | Decimal) -> int:
     return int(seq) // SEQ_SPAN
 

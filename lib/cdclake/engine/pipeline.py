@@ -652,6 +652,24 @@ class Pipeline:
 
     # ---- status ----------------------------------------------------------------------------------
 
+    def backfill(self, table: str, where: str | None = None) -> RunReport:
+        """Re-snapshot ``table`` (the rows matching ``where``) while mining goes on
+        (:mod:`cdclake.engine.backfill`); resumes a killed backfill of the same table and filter."""
+        from cdclake.engine.backfill import resnapshot
+
+        if not self.config.source.captures(table):
+            raise CdcError(f"{table} is not captured by pipeline {self.config.pipeline}",
+                           "name a table selected by source.include_tables/exclude_tables ('database.table')")
+        report = RunReport(uuid.uuid4().hex[:12], "backfill")
+        self._ensure_control()
+        try:
+            resnapshot(self, report, table, where)
+        except Exception as exc:
+            self._log_run(report, "failed", str(exc)[:4000])
+            raise
+        self._log_run(report, "ok", None)
+        return report
+
     def maintain(self) -> tuple[RunReport, MaintenanceReport]:
         """Compaction, vacuum and retention (:mod:`cdclake.engine.maintenance`), under the pipeline lock."""
         result: list[MaintenanceReport] = []

@@ -165,8 +165,14 @@ class Source(abc.ABC):
         """Fix the low-watermark position and read the tables' schemas consistently with it."""
 
     @abc.abstractmethod
-    def snapshot_read(self, spark: SparkSession, schema: TableSchema) -> DataFrame:
-        """Read the table's rows as canonical columns (named as the source columns)."""
+    def snapshot_read(self, spark: SparkSession, schema: TableSchema, where: str | None = None) -> DataFrame:
+        """Read the table's rows (those matching the SQL filter ``where``, if given) as canonical
+        columns (named as the source columns), at the position of the last :meth:`snapshot_start`
+        or :meth:`prepare_snapshot_read`."""
+
+    def prepare_snapshot_read(self, position: Position) -> None:  # noqa: B027 - optional hook
+        """Make :meth:`snapshot_read` read at ``position`` (from an earlier :meth:`snapshot_start`,
+        e.g. when a killed backfill is resumed in a new process)."""
 
     @abc.abstractmethod
     def current_position(self) -> Position:

@@ -164,12 +164,13 @@ class MySqlSource(Source):
         opts.update(self.config.jdbc_options)
         return opts
 
-    def snapshot_read(self, spark: SparkSession, schema: TableSchema) -> DataFrame:
+    def snapshot_read(self, spark: SparkSession, schema: TableSchema, where: str | None = None) -> DataFrame:
         db, name = schema.database, schema.table
         select = ", ".join(self.types.snapshot_select_sql(c) for c in schema.columns)
-        query = f"(SELECT {select} FROM {_q(db)}.{_q(name)}) AS cdclake_snapshot"
+        filter_sql = f" WHERE {where}" if where else ""
+        query = f"(SELECT {select} FROM {_q(db)}.{_q(name)}{filter_sql}) AS cdclake_snapshot"
         reader = spark.read.format("jdbc").options(**self.jdbc_options()).option("dbtable", query)
-        bounds = self._partition_bounds(schema)
+        bounds = self._partition_bounds(schema, filter_sql)
         if bounds is not None:
             column, low, high, parts = bounds
             reader = (
@@ -181,7 +182,7 @@ class MySqlSource(Source):
             *[f"CAST({_q(c.name)} AS {self.types.canonical_type(c)}) AS {_q(c.name)}" for c in schema.columns]
         )
 
-    def _partition_bounds(self, schema: TableSchema) -> tuple[str, int, int, int] | None:
+    def _partition_bounds(self, schema: TableSchema, filter_sql: str = "") -> tuple[str, int, int, int] | None:
         """Key ranges for parallel reads: an integer primary key split into ``snapshot.partitions``."""
         if len(schema.primary_key) != 1:
             return None
@@ -204,7 +205,7 @@ class MySqlSource(Source):
                 if parts < 2:
                     return None
                 cur.execute(f"SELECT MIN({_q(key.name)}), MAX({_q(key.name)}) FROM "
-                            f"{_q(schema.database)}.{_q(schema.table)}")
+                            f"{_q(schema.database)}.{_q(schema.table)}{filter_sql}")
                 low, high = cur.fetchone()
         finally:
             conn.close()

@@ -53,7 +53,7 @@ def jdbc_properties(config: OracleSourceConfig) -> dict[str, str]:
 
 
 def jdbc_snapshot(spark: SparkSession, config: OracleSourceConfig, types: Any, schema: TableSchema,
-                  scn: int) -> DataFrame:
+                  scn: int, where: str | None = None) -> DataFrame:
     opts = config.snapshot
     props = jdbc_properties(config)
     url = jdbc_url(config)
@@ -61,23 +61,25 @@ def jdbc_snapshot(spark: SparkSession, config: OracleSourceConfig, types: Any, s
     key = schema.primary_key[0] if len(schema.primary_key) == 1 else None
     if parts > 1 and key and schema.column(key).spark_type.upper() in _NUMERIC_KEY:
         bounds = spark.read.jdbc(url, f'(SELECT MIN("{key}") AS LO, MAX("{key}") AS HI FROM '
-                                      f'"{schema.database}"."{schema.table}" AS OF SCN {int(scn)}) b',
+                                      f'"{schema.database}"."{schema.table}" AS OF SCN {int(scn)}'
+                                      f'{f" WHERE {where}" if where else ""}) b',
                                  properties=props).first()
         if bounds is not None and bounds[0] is not None:
-            frame = spark.read.jdbc(url, f"({snapshot_query(types, schema, scn)}) q", column=f'"{key}"',
+            frame = spark.read.jdbc(url, f"({snapshot_query(types, schema, scn, where)}) q", column=f'"{key}"',
                                     lowerBound=int(bounds[0]), upperBound=int(bounds[1]) + 1, numPartitions=parts,
                                     properties=props)
             return _fixup(frame, types, schema)
     if parts > 1:
-        return _fixup(_rowid_slices(spark, url, props, types, schema, scn, parts), types, schema)
-    frame = spark.read.jdbc(url, f"({snapshot_query(types, schema, scn)}) q", properties=props)
+        return _fixup(_rowid_slices(spark, url, props, types, schema, scn, parts, where), types, schema)
+    frame = spark.read.jdbc(url, f"({snapshot_query(types, schema, scn, where)}) q", properties=props)
     return _fixup(frame, types, schema)
 
 
 def _rowid_slices(spark: SparkSession, url: str, props: dict[str, str], types: Any, schema: TableSchema, scn: int,
-                  parts: int) -> DataFrame:
+                  parts: int, where: str | None = None) -> DataFrame:
     cols = ", ".join(f'{types.snapshot_select_sql(c)} AS "{c.name}"' for c in schema.columns)
-    table = f'(SELECT {cols}, ROWID AS RID FROM "{schema.database}"."{schema.table}" AS OF SCN {int(scn)}) q'
+    table = (f'(SELECT {cols}, ROWID AS RID FROM "{schema.database}"."{schema.table}" AS OF SCN {int(scn)}'
+             f'{f" WHERE {where}" if where else ""}) q')
     predicates = [f"ORA_HASH(RID, {parts - 1}) = {i}" for i in range(parts)]
     return spark.read.jdbc(url, table, predicates=predicates, properties=props).drop("RID")
 

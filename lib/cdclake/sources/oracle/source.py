@@ -236,17 +236,21 @@ class OracleSource(FrameSource):
         return SnapshotStart(ScnPosition(scn, resume, dbid=dbid, role=role, dictionary=dictionary,
                                          resetlogs=resetlogs), schemas, ddl)
 
-    def snapshot_read(self, spark: SparkSession, schema: TableSchema) -> DataFrame:
+    def snapshot_read(self, spark: SparkSession, schema: TableSchema, where: str | None = None) -> DataFrame:
         if self._snapshot_scn is None:
             raise CdcError("snapshot_read before snapshot_start", "this is a bug in the caller")
         if self._snapshot_reader is not None:
-            return self._snapshot_reader(spark, schema, self._snapshot_scn)
+            frame = self._snapshot_reader(spark, schema, self._snapshot_scn)
+            return frame.where(where) if where else frame
         if self.export_mode:
             ddl = ", ".join(f"`{c.name}` STRING" for c in schema.columns)
             return spark.createDataFrame([], ddl)
         from cdclake.sources.oracle.snapshot import jdbc_snapshot
 
-        return jdbc_snapshot(spark, self.config, self.types, schema, self._snapshot_scn)
+        return jdbc_snapshot(spark, self.config, self.types, schema, self._snapshot_scn, where)
+
+    def prepare_snapshot_read(self, position: ScnPosition) -> None:  # type: ignore[override]
+        self._snapshot_scn = position.scn
 
     def explain_error(self, exc: BaseException) -> CdcError | None:
         from cdclake.sources.oracle.snapshot import explain_snapshot_error
