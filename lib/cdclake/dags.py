@@ -10,6 +10,8 @@ For every ``*.yaml`` pipeline file in the folder (default ``conf/pipelines/``, o
   position (new in ``include_tables``) are snapshotted first. An error an operator must fix (a gap
   in the source log, an invalid file, a failed preflight) fails the task at once, without retries,
   with cdclake's problem and fix as the failure message;
+* ``cdclake_<pipeline>_backfill`` — manual, with typed params ``table``, ``where`` (a key-range
+  filter) and ``mode``: re-reads rows from the source while mining goes on (``cdclake backfill``);
 * ``cdclake_<pipeline>_maintenance`` — OPTIMIZE/VACUUM of the targets and retention of bronze and
   control tables (``maintenance:`` in the pipeline file).
 
@@ -199,6 +201,30 @@ def pipeline_dags(config_path: str | os.PathLike[str]) -> dict[str, DAG]:
                     outlets=assets, retries=af.retries, retry_delay=timedelta(seconds=af.retry_delay_s),
                     retry_exponential_backoff=True, max_retry_delay=timedelta(seconds=af.max_retry_delay_s),
                     execution_timeout=timeout)
+    dags[dag.dag_id] = dag
+
+    tables = literal_tables(config)
+    table_param = {"enum": tables} if tables else {"pattern": r"^[^.\s]+\.[^.\s]+$"}
+    with DAG(
+        dag_id=f"cdclake_{name}_backfill",
+        description=f"cdclake {name}: re-read a table or key range from the source while mining goes on",
+        schedule=None,
+        max_active_runs=1,
+        params={
+            "table": Param(tables[0] if tables else "", type="string", description="the captured table, "
+                           "'database.table' (Oracle: 'OWNER.TABLE')", **table_param),
+            "where": Param("", type="string", description="only rows matching this SQL filter on the table's "
+                                                          "columns, e.g. id BETWEEN 1 AND 999; empty: the whole table"),
+            "mode": Param("resnapshot", type="string", enum=["resnapshot"],
+                          description="resnapshot: read the rows again and merge them at their position"),
+        },
+        doc_md=f"Backfill of pipeline `{name}` ({path}): never overwrites a newer change, never resurrects a "
+               "deleted row; a killed run is resumed by triggering the same table and filter again.",
+        **common,
+    ) as dag:
+        submit.task("backfill", "backfill", ["--table", "{{ params.table }}", "--mode", "{{ params.mode }}",
+                                             "{{ '--where' if params.where else '' }}", "{{ params.where }}"],
+                    outlets=assets, execution_timeout=timeout)
     dags[dag.dag_id] = dag
 
     with DAG(

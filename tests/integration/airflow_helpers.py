@@ -78,6 +78,7 @@ for dag_id, dag in sorted(bag.dags.items()):
     out["dags"][dag_id] = {{
         "schedule": str(dag.schedule), "max_active_runs": dag.max_active_runs, "catchup": dag.catchup,
         "tags": sorted(dag.tags), "params": sorted(dag.params.keys()), "tasks": tasks,
+        "param_specs": {{k: dag.params.get_param(k).schema for k in dag.params.keys()}},
     }}
 print(json.dumps(out))
 """
