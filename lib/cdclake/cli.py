@@ -46,12 +46,14 @@ def cli(ctx: click.Context, debug: bool) -> None:
 @cli.command()
 @click.option("--config", "config", required=True, type=click.Path(), help="pipeline YAML file")
 @click.option("--tables", default=None, help="anchored regex on 'database.table' to limit the snapshot")
+@click.option("--force", is_flag=True, help="also re-snapshot tables that are streaming (replaces their targets "
+                                            "and moves their positions: after the source lost needed logs)")
 @click.pass_context
-def snapshot(ctx: click.Context, config: str, tables: str | None) -> None:
+def snapshot(ctx: click.Context, config: str, tables: str | None, force: bool) -> None:
     """Initial snapshot of the captured tables; records where mining starts."""
 
     def go() -> None:
-        report = _pipeline(config).snapshot(tables or None)
+        report = _pipeline(config).snapshot(tables or None, force)
         if not report.tables:
             click.echo("nothing to snapshot: every selected table is already streaming")
         for t in report.tables:

@@ -7,7 +7,7 @@ from cdclake.cli import cli
 from cdclake.errors import DdlParseError, PositionLostError
 from click.testing import CliRunner
 
-from tests.integration.pipeline_helpers import make_pipeline
+from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline
 
 
 def test_purged_binlog_is_reported_with_range_and_remedy(spark, private_mariadb, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -27,6 +27,20 @@ def test_purged_binlog_is_reported_with_range_and_remedy(spark, private_mariadb,
     assert "purged" in text and "cdclake snapshot" in text
     # nothing was applied: the lake still holds the snapshot only
     assert spark.read.format("delta").load(pipeline.layout.target("shop.t")).count() == 0
+    assert "--force" in text
+
+    # The remedy the error names: a forced re-snapshot moves the positions past the gap.
+    db.execute("DELETE FROM shop.t WHERE id < 10")
+    again = pipeline.snapshot(force=True)
+    assert again.tables == ["shop.t"]
+    db.execute("UPDATE shop.t SET pad = 'after' WHERE id BETWEEN 10 AND 19")
+    db.execute("INSERT INTO shop.t VALUES (5000, 'new')")
+    report = pipeline.mine()
+    assert report.events == 11
+    assert_lake_equals_source(spark, db, pipeline, ["shop.t"])
+    windows = {r.status for r in spark.read.format("delta").load(pipeline.layout.checkpoints)
+               .where(f"kind = 'window' AND window_id = {report.window_id - 1}").collect()}
+    assert windows == {"planned", "cancelled"}  # the failed run's window, given up by the re-snapshot
 
 
 def test_unparsable_ddl_stops_with_statement_and_position(spark, mariadb, fresh_database, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -39,6 +39,7 @@ DEAD_LETTERS_DDL = (
 )
 
 WINDOW_PLANNED, WINDOW_MINED, WINDOW_APPLIED = "planned", "mined", "applied"
+WINDOW_CANCELLED = "cancelled"  # planned, nothing of it written, then given up (a forced re-snapshot)
 TABLE_SNAPSHOTTING, TABLE_STREAMING, TABLE_DROPPED = "snapshotting", "streaming", "dropped"
 SKIPPED = "skipped"  # schema-history kind of an unparsable DDL skipped by configuration (never applied)
 
@@ -143,6 +144,24 @@ class ControlTables:
                 "end_limit": json.dumps(end_limit), "max_events": max_events, "run_id": run_id, "detail": None,
             }
         ])
+
+    def cancel_window(self, window: WindowState, run_id: str) -> None:
+        self._append_checkpoints([{
+            "kind": "window", "window_id": window.window_id, "status": WINDOW_CANCELLED, "table_name": None,
+            "position": None, "position_ordinal": None, "start_position": json.dumps(window.start),
+            "end_limit": json.dumps(window.end_limit), "max_events": window.max_events, "run_id": run_id,
+            "detail": None,
+        }])
+
+    def window_written(self, window_id: int) -> bool:
+        """Whether any table holds rows of window ``window_id`` (bronze, schema history, in-flight buffer)."""
+        w = int(window_id)
+        for path, column in ((self.layout.bronze, "window_id"), (self.layout.schema_history, "window_id"),
+                             (self.layout.inflight, "window_id"), (self.layout.transactions, "window_id")):
+            if is_delta_table(self.spark, path) and not read_delta(self.spark, path).where(
+                    f"{column} = {w}").limit(1).isEmpty():
+                return True
+        return False
 
     def complete_window(
         self,

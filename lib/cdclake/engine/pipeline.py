@@ -40,6 +40,7 @@ from cdclake.engine.control import (
     TABLE_SNAPSHOTTING,
     TABLE_STREAMING,
     WINDOW_APPLIED,
+    WINDOW_CANCELLED,
     WINDOW_PLANNED,
     ControlTables,
     HistoryEntry,
@@ -168,14 +169,17 @@ class Pipeline:
 
     # ---- snapshot --------------------------------------------------------------------------------
 
-    def snapshot(self, tables_regex: str | None = None) -> RunReport:
-        return self._locked_run("snapshot", lambda report: self._snapshot_locked(report, tables_regex))
+    def snapshot(self, tables_regex: str | None = None, force: bool = False) -> RunReport:
+        """Snapshot the selected tables that have no position yet; with ``force``, streaming ones too
+        (their targets are replaced and their positions move to the new snapshot: the way out after
+        the source lost the log a table's position needs)."""
+        return self._locked_run("snapshot", lambda report: self._snapshot_locked(report, tables_regex, force))
 
-    def _snapshot_locked(self, report: RunReport, tables_regex: str | None) -> None:
+    def _snapshot_locked(self, report: RunReport, tables_regex: str | None, force: bool = False) -> None:
         self.source.preflight()
         states = self.control.table_states()
         wanted = [t for t in self.source.captured_tables() if tables_regex is None or re.fullmatch(tables_regex, t)]
-        todo = [t for t in wanted if t not in states or states[t].status != TABLE_STREAMING]
+        todo = [t for t in wanted if force or t not in states or states[t].status != TABLE_STREAMING]
         if not wanted:
             raise CdcError(
                 "no table to snapshot: source.include_tables/exclude_tables"
@@ -185,9 +189,11 @@ class Pipeline:
             )
         if not todo:
             return  # every selected table is streaming already
+        if force and any(t in states and states[t].status == TABLE_STREAMING for t in todo):
+            self._cancel_unwritten_window(report.run_id)
         start = self.source.snapshot_start(todo)
         pos = start.position
-        streaming = [s for s in states.values() if s.status == TABLE_STREAMING]
+        streaming = [s for s in states.values() if s.status == TABLE_STREAMING and s.table not in todo]
         if streaming and pos.read_from_ordinal < min(s.ordinal for s in streaming):
             # A transaction open at this snapshot began before where the stream stands: its earlier
             # changes to the new tables were read (and left out) by windows already mined.
@@ -210,6 +216,8 @@ class Pipeline:
         ])
         for t in todo:
             schema = start.schemas[t]
+            if t in states and is_delta_table(self.spark, self.layout.target(t)):
+                self.targets.close_history(self.layout.target(t), seq)  # the re-snapshot's rows follow
             try:
                 frame = self.source.snapshot_read(self.spark, schema)
                 self.targets.write_snapshot(self.layout.target(t), schema, frame, seq, pos.describe())
@@ -226,6 +234,19 @@ class Pipeline:
             report.rows_by_table[t] = self.spark.read.format("delta").load(self.layout.target(t)).count()
         report.tables = todo
         report.start = report.end = pos.describe()
+
+    def _cancel_unwritten_window(self, run_id: str) -> None:
+        """A forced re-snapshot moves positions: a window planned from the old ones (a run that failed,
+        e.g. on a purged log) must not be resumed. Only one that wrote nothing can be given up."""
+        window = self.control.last_window()
+        if window is None or window.status in (WINDOW_APPLIED, WINDOW_CANCELLED):
+            return
+        if self.control.window_written(window.window_id):
+            raise CdcError(
+                f"window {window.window_id} is partly applied, so the tables cannot be re-snapshotted now",
+                "run 'cdclake mine' until it completes, then re-snapshot",
+            )
+        self.control.cancel_window(window, run_id)
 
     # ---- mining ----------------------------------------------------------------------------------
 
@@ -247,7 +268,7 @@ class Pipeline:
         self.source.preflight()
         states = self._streaming_states()
         window = self.control.last_window()
-        if window is not None and window.status != WINDOW_APPLIED:
+        if window is not None and window.status not in (WINDOW_APPLIED, WINDOW_CANCELLED):
             report.resumed = True
         else:
             lowest = min((s for s in states.values() if s.status == TABLE_STREAMING), key=lambda s: s.ordinal)
