@@ -29,17 +29,16 @@ rows in the range are found with it.
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cdclake.engine.control import TABLE_STREAMING
-from cdclake.engine.events import META_DELETED, META_SEQ, WINDOW_MARKER_OP, backfill_seq
-from cdclake.engine.lake import delta_ref, hadoop_delete, idempotent_write, quote, read_delta
+from cdclake.engine.events import WINDOW_MARKER_OP, backfill_seq
+from cdclake.engine.lake import hadoop_delete, read_delta, sql_str
 from cdclake.engine.lock import pipeline_lock
-from cdclake.engine.target import typed_select
 from cdclake.errors import CdcError
+from cdclake.schema import TableSchema
 
 if TYPE_CHECKING:
     from cdclake.engine.pipeline import Pipeline, RunReport
@@ -55,139 +54,76 @@ class Backfill:
     status: str
     position: dict[str, Any]
 
-    @property
-    def detail(self) -> str:
-        return json.dumps({"where": self.where, "position": self.position})
+    def record(self, pipeline: Pipeline, status: str) -> None:
+        self.status = status
+        pipeline.control.record_backfill(self.backfill_id, self.table, status,
+                                         {"where": self.where, "position": self.position})
 
 
-def _state(pipeline: Pipeline, table: str, where: str | None) -> Backfill | None:
-    """The unfinished backfill of ``table`` with this filter, if one was killed."""
-    rows = (read_delta(pipeline.spark, pipeline.layout.checkpoints)
-            .where(f"kind = 'backfill' AND table_name = '{table.replace(chr(39), chr(39) * 2)}'")
-            .orderBy("rev", ascending=False).collect())
-    latest: dict[str, Any] = {}
-    for r in rows:
-        latest.setdefault(r.run_id, r)
-    for r in sorted(latest.values(), key=lambda r: -r.rev):
-        detail = json.loads(r.detail)
-        if r.status != APPLIED and detail.get("where") == where:
-            return Backfill(r.run_id, table, where, r.status, detail["position"])
+def _unfinished(pipeline: Pipeline, table: str, where: str | None) -> Backfill | None:
+    """The newest backfill of ``table`` with this filter that a kill left unfinished."""
+    for backfill_id, status, detail in pipeline.control.backfills(table):
+        if status != APPLIED and detail.get("where") == where:
+            return Backfill(backfill_id, table, where, status, detail["position"])
     return None
-
-
-def _record(pipeline: Pipeline, b: Backfill) -> None:
-    pipeline.control._append_checkpoints([{
-        "kind": "backfill", "window_id": None, "status": b.status, "table_name": b.table, "position": None,
-        "position_ordinal": None, "start_position": None, "end_limit": None, "max_events": None,
-        "run_id": b.backfill_id, "detail": b.detail,
-    }])
 
 
 def resnapshot(pipeline: Pipeline, report: RunReport, table: str, where: str | None) -> Backfill:
     """Re-read ``table`` (rows matching ``where``) from the source and merge them into its target."""
-    b = _state(pipeline, table, where)
     from cdclake.engine.pipeline import crash_point
 
+    entry = pipeline.control.latest_per_table(pipeline.control.history()).get(table)
+    schema = entry.schema if entry is not None else None
+    b = _unfinished(pipeline, table, where)
     if b is None:
         with pipeline_lock(pipeline.spark, pipeline.layout.lock, report.run_id):
-            b = _plan(pipeline, table, where)
+            b = _plan(pipeline, table, where, schema)
         crash_point("backfill_planned")
-    schema = pipeline.control.latest_per_table(pipeline.control.history())[table].schema
     assert schema is not None
     staging = f"{pipeline.layout.control}/staging/backfill={b.backfill_id}"
     position = pipeline.source.position_from_dict(b.position)
     report.start = report.end = position.describe()
     if b.status == PLANNED:
         pipeline.source.prepare_snapshot_read(position)
-        frame = pipeline.source.snapshot_read(pipeline.spark, schema, where)
-        frame.write.mode("overwrite").parquet(staging)
-        b.status = READ
-        _record(pipeline, b)
+        pipeline.source.snapshot_read(pipeline.spark, schema, where).write.mode("overwrite").parquet(staging)
+        b.record(pipeline, READ)
         crash_point("backfill_read")
     with pipeline_lock(pipeline.spark, pipeline.layout.lock, report.run_id):
-        rows = _apply(pipeline, b, schema, staging)
+        _apply(pipeline, b, schema, staging)
         crash_point("backfill_applied")
-        b.status = APPLIED
-        _record(pipeline, b)
-    hadoop_delete(pipeline.spark, staging)
+        b.record(pipeline, APPLIED)
     report.tables = [table]
-    report.rows_by_table = {table: rows}
+    report.rows_by_table = {table: pipeline.spark.read.parquet(staging).count()}
+    hadoop_delete(pipeline.spark, staging)
     return b
 
 
-def _plan(pipeline: Pipeline, table: str, where: str | None) -> Backfill:
-    states = pipeline.control.table_states()
-    state = states.get(table)
+def _plan(pipeline: Pipeline, table: str, where: str | None, schema: TableSchema | None) -> Backfill:
+    state = pipeline.control.table_states().get(table)
     if state is None or state.status != TABLE_STREAMING:
         raise CdcError(f"{table} is not a streaming table of pipeline {pipeline.config.pipeline} "
                        f"(state: {state.status if state else 'never snapshotted'})",
                        "backfill a table that has been snapshotted; a new table needs 'cdclake snapshot'")
-    entry = pipeline.control.latest_per_table(pipeline.control.history()).get(table)
     start = pipeline.source.snapshot_start([table])
     current = start.schemas[table]
-    if entry is None or entry.schema is None or [(c.name, c.spark_type) for c in entry.schema.columns] != [
+    if schema is None or [(c.name, c.spark_type) for c in schema.columns] != [
             (c.name, c.spark_type) for c in current.columns]:
         raise CdcError(f"the source's definition of {table} differs from the lake's (a DDL mining has not "
                        "applied yet)", "run 'cdclake mine' until the table is caught up, then backfill")
     b = Backfill(uuid.uuid4().hex[:12], table, where, PLANNED, start.position.to_dict())
-    _record(pipeline, b)
+    b.record(pipeline, PLANNED)
     return b
 
 
-def _apply(pipeline: Pipeline, b: Backfill, schema: Any, staging: str) -> int:
-    spark, layout = pipeline.spark, pipeline.layout
+def _apply(pipeline: Pipeline, b: Backfill, schema: TableSchema, staging: str) -> None:
     position = pipeline.source.position_from_dict(b.position)
     seq = backfill_seq(position.ordinal)
-    position_sql = position.describe().replace("\\", "\\\\").replace("'", "\\'")
     keys = pipeline._key_columns(schema)
-    path = layout.target(b.table)
-    # Keys the change log deletes after P: their snapshot rows must not come back.
-    later = (read_delta(spark, layout.bronze)
-             .where(f"source_table = '{b.table}' AND op <> '{WINDOW_MARKER_OP}' AND seq > {seq}"))
-    parsed = pipeline.targets._parsed(later, schema, keys)
-    key_of = ", ".join(f"{{img}}.{quote(k)} AS {quote(k)}" for k in keys)
-    moved = " OR ".join(f"NOT (a.{quote(k)} <=> b.{quote(k)})" for k in keys)
-    gone = parsed.where(f"op = 'd' OR (op = 'u' AND b IS NOT NULL AND ({moved}))").selectExpr(
-        key_of.format(img="b"))
-    truncated = later.where("op = 't'").limit(1).count() > 0
-    metas = [
-        "'r' AS `__op`", f"CAST({seq} AS DECIMAL(38,0)) AS `__seq`",
-        f"'{position_sql}' AS `__position`", "CAST(NULL AS STRING) AS `__txid`",
-        "current_timestamp() AS `__commit_ts`", "CAST(NULL AS BIGINT) AS `__window_id`",
-    ]
-    cols = [*schema.column_names, "__op", "__seq", "__position", "__txid", "__commit_ts", "__window_id"]
-    read = spark.read.parquet(staging).selectExpr(*typed_select(pipeline.source.types, schema), *metas)
-    upserts = read.limit(0) if truncated else read.join(gone, keys, "left_anti")
-    # Target rows in the range the source no longer has, written before P: deleted before P.
-    target = read_delta(spark, path)
-    if pipeline.targets.soft:
-        target = target.where(f"NOT `{META_DELETED}`")
-    if b.where:
-        target = target.where(b.where)
-    doomed = (target.where(f"`{META_SEQ}` < {seq}").join(read.select(*keys), keys, "left_anti")
-              .select(*[quote(c) for c in cols]))
-    source = (upserts.selectExpr("*", "'u' AS `__action`")
-              .unionByName(doomed.selectExpr("*", "'d' AS `__action`")))
-    view = f"cdclake_backfill_{b.backfill_id}"
-    source.createOrReplaceTempView(view)
-    on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in keys)
-    set_all = ", ".join(f"t.{quote(c)} = s.{quote(c)}" for c in cols)
-    ins = ", ".join(quote(c) for c in cols)
-    vals = ", ".join(f"s.{quote(c)}" for c in cols)
-    newer = f"s.`__action` = 'u' AND s.`{META_SEQ}` > t.`{META_SEQ}`"
-    older = f"s.`__action` = 'd' AND t.`{META_SEQ}` < {seq}"
-    if pipeline.targets.soft:
-        sql = (f"MERGE INTO {delta_ref(path)} t USING {view} s ON {on} "
-               f"WHEN MATCHED AND {newer} THEN UPDATE SET {set_all}, t.`{META_DELETED}` = false "
-               f"WHEN MATCHED AND {older} THEN UPDATE SET t.`{META_DELETED}` = true, t.`__op` = 'd', "
-               f"t.`{META_SEQ}` = {seq}, t.`__position` = '{position_sql}' "
-               f"WHEN NOT MATCHED AND s.`__action` = 'u' THEN INSERT ({ins}, `{META_DELETED}`) VALUES ({vals}, false)")
-    else:
-        sql = (f"MERGE INTO {delta_ref(path)} t USING {view} s ON {on} "
-               f"WHEN MATCHED AND {newer} THEN UPDATE SET {set_all} "
-               f"WHEN MATCHED AND {older} THEN DELETE "
-               f"WHEN NOT MATCHED AND s.`__action` = 'u' THEN INSERT ({ins}) VALUES ({vals})")
-    with idempotent_write(spark, f"cdclake:{pipeline.config.pipeline}:backfill:{b.backfill_id}", 1):
-        spark.sql(sql)
-    spark.catalog.dropTempView(view)
-    return spark.read.parquet(staging).count()
+    # What the change log removes after P: those rows must not come back.
+    later = read_delta(pipeline.spark, pipeline.layout.bronze).where(
+        f"source_table = '{sql_str(b.table)}' AND op <> '{WINDOW_MARKER_OP}' AND seq > {seq}")
+    pipeline.targets.merge_reread(
+        pipeline.layout.target(b.table), schema, keys, pipeline.spark.read.parquet(staging), seq,
+        position.describe(), b.where, pipeline.targets.removed_keys(later, schema, keys),
+        truncated_later=not later.where("op = 't'").limit(1).isEmpty(),
+        app_id=f"cdclake:{pipeline.config.pipeline}:backfill:{b.backfill_id}")

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from cdclake.engine.lake import LakeLayout, ensure_table, idempotent_write, is_delta_table, read_delta
+from cdclake.engine.lake import LakeLayout, ensure_table, idempotent_write, is_delta_table, read_delta, sql_str
 from cdclake.schema import TableSchema
 
 if TYPE_CHECKING:
@@ -152,6 +152,23 @@ class ControlTables:
             "end_limit": json.dumps(window.end_limit), "max_events": window.max_events, "run_id": run_id,
             "detail": None,
         }])
+
+    def record_backfill(self, backfill_id: str, table: str, status: str, detail: dict[str, Any]) -> None:
+        self._append_checkpoints([{
+            "kind": "backfill", "window_id": None, "status": status, "table_name": table, "position": None,
+            "position_ordinal": None, "start_position": None, "end_limit": None, "max_events": None,
+            "run_id": backfill_id, "detail": json.dumps(detail),
+        }])
+
+    def backfills(self, table: str) -> list[tuple[str, str, dict[str, Any]]]:
+        """``(backfill id, latest status, detail)`` of each backfill of ``table``, newest first."""
+        rows = (read_delta(self.spark, self.layout.checkpoints)
+                .where(f"kind = 'backfill' AND table_name = '{sql_str(table)}'")
+                .orderBy("rev", ascending=False).collect())
+        latest: dict[str, Any] = {}
+        for r in rows:
+            latest.setdefault(r.run_id, r)
+        return [(r.run_id, r.status, json.loads(r.detail)) for r in latest.values()]
 
     def window_written(self, window_id: int) -> bool:
         """Whether any table holds rows of window ``window_id`` (bronze, schema history, in-flight buffer)."""

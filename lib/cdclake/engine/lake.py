@@ -96,6 +96,15 @@ def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def sql_str(text: str) -> str:
+    """``text`` escaped for a single-quoted Spark SQL string literal.
+
+    >>> print(sql_str("it's"))
+    it\\'s
+    """
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
 def delta_ref(path: str) -> str:
     return f"delta.{quote(path)}"
 

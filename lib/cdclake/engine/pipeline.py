@@ -64,6 +64,7 @@ from cdclake.engine.lake import (
     hadoop_path_exists,
     is_delta_table,
     read_delta,
+    sql_str,
 )
 from cdclake.engine.lock import pipeline_lock
 from cdclake.engine.maintenance import MaintenanceReport, maintain
@@ -594,7 +595,7 @@ class Pipeline:
         # Only a resumed window can have barrier steps done already (the marker costs a Delta read).
         resumable = resumed and any(kind == "ddl" for _, kind, _ in barriers) and is_delta_table(self.spark, path)
         marker = self.targets.applied_marker(path) if resumable else None
-        rows = bronze.where(f"source_table = '{_sql_str(table)}' AND op IN ('c', 'u', 'd') AND seq >= {low}")
+        rows = bronze.where(f"source_table = '{sql_str(table)}' AND op IN ('c', 'u', 'd') AND seq >= {low}")
         step = 0
         lo = low - 1
         app_id = self._app_id(table)
@@ -644,7 +645,7 @@ class Pipeline:
             f"changes of {table} at {first.position} do not decode with the schema history's schema "
             f"(version for that position); they are recorded in {self.layout.dead_letters}",
             "the schema history is out of step with the log (a skipped or misparsed DDL): re-snapshot the "
-            "table with 'cdclake snapshot --config <file> --tables <regex>'",
+            "table with 'cdclake snapshot --config <file> --tables <regex> --force'",
         )
 
     def _apply_ddl(self, path: str, entry: HistoryEntry, seq: int, moved_to: HistoryEntry | None = None) -> None:
@@ -696,9 +697,9 @@ class Pipeline:
         result: list[MaintenanceReport] = []
 
         def body(report: RunReport) -> None:
-            targets = [self.layout.target(t) for t in sorted(self.control.table_states())]
-            result.append(maintain(self.spark, self.layout, targets, self.config.maintenance, self.config.pipeline))
             report.tables = sorted(self.control.table_states())
+            targets = [self.layout.target(t) for t in report.tables]
+            result.append(maintain(self.spark, self.layout, targets, self.config.maintenance, self.config.pipeline))
 
         report = self._locked_run("maintain", body)
         return report, result[0]
@@ -784,9 +785,6 @@ def _history_entries(ddl: Ddl, first_version: int, wid: int) -> list[HistoryEntr
         ))
     return out
 
-
-def _sql_str(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
 __all__ = ["Pipeline", "RunReport"]

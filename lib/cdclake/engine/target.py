@@ -32,7 +32,15 @@ from cdclake.engine.events import (
     TARGET_META_DDL,
     UNAVAILABLE_KEY,
 )
-from cdclake.engine.lake import TARGET_PROPERTIES, delta_ref, history_path, idempotent_write, is_delta_table, quote
+from cdclake.engine.lake import (
+    TARGET_PROPERTIES,
+    delta_ref,
+    history_path,
+    idempotent_write,
+    is_delta_table,
+    quote,
+    sql_str,
+)
 from cdclake.schema import Column, TableSchema
 from cdclake.sources.base import TypeMapper
 
@@ -179,23 +187,78 @@ class TargetTables:
 
     # ---- data --------------------------------------------------------------------------------
 
+    def _read_rows(self, schema: TableSchema, canonical: DataFrame, seq: int, position: str) -> DataFrame:
+        """Rows read from the source (canonical columns) as target rows: ``__op = 'r'`` at ``seq``."""
+        return canonical.selectExpr(
+            *typed_select(self.types, schema), "'r' AS `__op`", f"CAST({seq} AS DECIMAL(38,0)) AS `__seq`",
+            f"'{sql_str(position)}' AS `__position`", "CAST(NULL AS STRING) AS `__txid`",
+            "current_timestamp() AS `__commit_ts`", "CAST(NULL AS BIGINT) AS `__window_id`",
+        )
+
     def write_snapshot(self, path: str, schema: TableSchema, canonical: DataFrame, seq: int, position: str) -> None:
         """Replace the target with snapshot rows (``__op = 'r'``, all at the snapshot sequence)."""
         self.create(path, schema, replace=True)
-        metas = [
-            "'r' AS `__op`", f"CAST({seq} AS DECIMAL(38,0)) AS `__seq`", f"'{position}' AS `__position`",
-            "CAST(NULL AS STRING) AS `__txid`", "current_timestamp() AS `__commit_ts`",
-            "CAST(NULL AS BIGINT) AS `__window_id`",
-        ]
+        typed = self._read_rows(schema, canonical, seq, position)
         if self.soft:
-            metas.append("false AS `__deleted`")
-        typed = canonical.selectExpr(*typed_select(self.types, schema), *metas)
+            typed = typed.selectExpr("*", f"false AS `{META_DELETED}`")
         typed.write.format("delta").mode("append").save(path)
         if self.keep_history:  # from the written target, so the source is read once
             deleted = [] if self.soft else [f"false AS `{META_DELETED}`"]
             first = self.spark.read.format("delta").load(path).selectExpr(
                 "*", *deleted, f"CAST(NULL AS DECIMAL(38,0)) AS `{VALID_TO}`")
             first.write.format("delta").mode("append").save(history_path(path))
+
+    def merge_reread(self, path: str, schema: TableSchema, key_columns: list[str], canonical: DataFrame, seq: int,
+                     position: str, where: str | None, removed_later: DataFrame, truncated_later: bool,
+                     app_id: str) -> None:
+        """MERGE rows re-read from the source at ``seq`` (a backfill) into a target mining keeps changing.
+
+        A row replaces a target row of a lower sequence only; keys in ``removed_later`` (deleted by a
+        change after ``seq``), or every key if the table was truncated after it, are not inserted again; target
+        rows matching ``where`` that the source no longer has are deleted if written before ``seq``.
+        Idempotent per ``app_id``.
+        """
+        cols = schema.column_names + _META
+        read = self._read_rows(schema, canonical, seq, position)
+        upserts = read.limit(0) if truncated_later else read.join(removed_later, key_columns, "left_anti")
+        target = self.spark.read.format("delta").load(path)
+        if self.soft:
+            target = target.where(f"NOT `{META_DELETED}`")
+        if where:
+            target = target.where(where)
+        gone = (target.where(f"`{META_SEQ}` < {seq}").join(read.select(*key_columns), key_columns, "left_anti")
+                .select(*[quote(c) for c in cols]))
+        source = upserts.selectExpr("*", "'u' AS `__action`").unionByName(gone.selectExpr("*", "'d' AS `__action`"))
+        view = f"cdclake_reread_{abs(hash((path, app_id)))}"
+        source.createOrReplaceTempView(view)
+        on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in key_columns)
+        set_all = ", ".join(f"t.{quote(c)} = s.{quote(c)}" for c in cols)
+        ins = ", ".join(quote(c) for c in cols)
+        vals = ", ".join(f"s.{quote(c)}" for c in cols)
+        newer = f"s.`__action` = 'u' AND s.`{META_SEQ}` > t.`{META_SEQ}`"
+        older = f"s.`__action` = 'd' AND t.`{META_SEQ}` < {seq}"
+        if self.soft:
+            sql = (f"MERGE INTO {delta_ref(path)} t USING {view} s ON {on} "
+                   f"WHEN MATCHED AND {newer} THEN UPDATE SET {set_all}, t.`{META_DELETED}` = false "
+                   f"WHEN MATCHED AND {older} THEN UPDATE SET t.`{META_DELETED}` = true, t.`{META_OP}` = 'd', "
+                   f"t.`{META_SEQ}` = {seq}, t.`{META_POSITION}` = '{sql_str(position)}' "
+                   f"WHEN NOT MATCHED AND s.`__action` = 'u' THEN INSERT ({ins}, `{META_DELETED}`) "
+                   f"VALUES ({vals}, false)")
+        else:
+            sql = (f"MERGE INTO {delta_ref(path)} t USING {view} s ON {on} "
+                   f"WHEN MATCHED AND {newer} THEN UPDATE SET {set_all} "
+                   f"WHEN MATCHED AND {older} THEN DELETE "
+                   f"WHEN NOT MATCHED AND s.`__action` = 'u' THEN INSERT ({ins}) VALUES ({vals})")
+        with idempotent_write(self.spark, app_id, 1):
+            self.spark.sql(sql)
+        self.spark.catalog.dropTempView(view)
+
+    def removed_keys(self, events: DataFrame, schema: TableSchema, key_columns: list[str]) -> DataFrame:
+        """Keys that bronze change rows take away: deletes, and the old key of key-changing updates."""
+        moved = " OR ".join(f"NOT (a.{quote(k)} <=> b.{quote(k)})" for k in key_columns)
+        return self._parsed(events, schema, key_columns).where(
+            f"op = 'd' OR (op = 'u' AND b IS NOT NULL AND ({moved}))").selectExpr(
+            *[f"b.{quote(k)} AS {quote(k)}" for k in key_columns])
 
     def parse_changes(self, events: DataFrame, schema: TableSchema, key_columns: list[str]) -> ParsedChanges:
         """Decode a batch's images once (kept in memory/disk) with what the MERGE and the dead-letter
@@ -215,7 +278,7 @@ class TargetTables:
         canon_a = canon + (f", `{UNAVAILABLE_KEY}` ARRAY<STRING>" if omit else "")
         parsed = events.selectExpr(
             "window_id", "source_table", "op", "seq", "position", "txid", "commit_ts", "before", "after",
-            f"from_json(before, '{_escape(canon)}') AS b", f"from_json(after, '{_escape(canon_a)}') AS a",
+            f"from_json(before, '{sql_str(canon)}') AS b", f"from_json(after, '{sql_str(canon_a)}') AS a",
         )
         broken = ["(after IS NOT NULL AND a IS NULL)", "(before IS NOT NULL AND b IS NULL)"]
         if schema.primary_key:  # a key that decodes to null cannot be merged
@@ -231,7 +294,7 @@ class TargetTables:
         frame = events.frame if isinstance(events, ParsedChanges) else self._parsed(events, schema, key_columns)
         return frame.where("__bad").selectExpr(
             "window_id", "source_table", "seq", "position", "op",
-            f"'images do not decode with schema of {_escape(schema.qualified_name)} (or key is null)' AS reason",
+            f"'images do not decode with schema of {sql_str(schema.qualified_name)} (or key is null)' AS reason",
             "before", "after", "current_timestamp() AS recorded_at",
         )
 
@@ -257,7 +320,7 @@ class TargetTables:
             flags = []
             if partial:
                 missing = f"coalesce(a.`{UNAVAILABLE_KEY}`, array())" if image == "a" else "array()"
-                flags = [f"array_contains({missing}, '{_escape(n)}') AS `__ua{i}`" for i, n in enumerate(names)]
+                flags = [f"array_contains({missing}, '{sql_str(n)}') AS `__ua{i}`" for i, n in enumerate(names)]
                 # a key change moves the row: values the log left out are the old key's
                 moved = f"(op = 'u' AND b IS NOT NULL AND NOT ({keys_a}))" if image == "a" else "false"
                 old = {c.name: f"{self.types.to_delta_sql(c, 'b.' + quote(c.name))}" for c in schema.columns}
@@ -443,9 +506,6 @@ def _carry_unavailable(actions: DataFrame, names: list[str], key_columns: list[s
         out = out.withColumn(f"__ua{i}", flag & F.col(f"__c{i}").isNull()).drop(f"__c{i}")
     return out
 
-
-def _escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
 def _simple(ddl_type: str) -> str:
