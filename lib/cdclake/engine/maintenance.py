@@ -76,16 +76,19 @@ def maintain(spark: SparkSession, layout: LakeLayout, targets: list[str], option
 def _maintain(spark: SparkSession, layout: LakeLayout, targets: list[str], options: MaintenanceOptions,
               pipeline: str) -> MaintenanceReport:
     report = MaintenanceReport()
-    hours = options.vacuum_retain_hours
+
+    def compact_and_vacuum(table: str) -> None:
+        if not is_delta_table(spark, table):
+            return
+        if options.optimize:
+            spark.sql(f"OPTIMIZE {delta_ref(table)}").collect()
+            report.optimized.append(table)
+        spark.sql(f"VACUUM {delta_ref(table)} RETAIN {options.vacuum_retain_hours} HOURS").collect()
+        report.vacuumed.append(table)
+
     for path in targets:
-        for table in (path, history_path(path)):
-            if not is_delta_table(spark, table):
-                continue
-            if options.optimize:
-                spark.sql(f"OPTIMIZE {delta_ref(table)}").collect()
-                report.optimized.append(table)
-            spark.sql(f"VACUUM {delta_ref(table)} RETAIN {hours} HOURS").collect()
-            report.vacuumed.append(table)
+        compact_and_vacuum(path)
+        compact_and_vacuum(history_path(path))
 
     now = utcnow()
     if options.bronze_retention_days is not None:
@@ -105,21 +108,15 @@ def _maintain(spark: SparkSession, layout: LakeLayout, targets: list[str], optio
     report.deleted_rows["runs"] = _deleted(spark, layout.runs, f"started_at < {cutoff_sql}")
     report.deleted_rows["dead_letters"] = _deleted(spark, layout.dead_letters, f"recorded_at < {cutoff_sql}")
     if is_delta_table(spark, layout.transactions):
-        buffer = InflightBuffer(spark, layout, pipeline)
-        old = (spark.read.format("delta").load(layout.transactions)
-               .where(f"recorded_at < {cutoff_sql} AND status <> '{ABANDONED}'")
-               .selectExpr("max(window_id) AS w").first())
+        ended_long_ago = f"recorded_at < {cutoff_sql} AND status <> '{ABANDONED}'"
+        old = spark.read.format("delta").load(layout.transactions).where(ended_long_ago).selectExpr(
+            "max(window_id) AS w").first()
         if old is not None and old.w is not None:
-            buffer.purge(int(old.w))  # first: no in-flight row may outlive its transaction's record
-            report.deleted_rows["transactions"] = _deleted(
-                spark, layout.transactions, f"recorded_at < {cutoff_sql} AND status <> '{ABANDONED}'")
+            # First: no in-flight row may outlive its transaction's record.
+            InflightBuffer(spark, layout, pipeline).purge(int(old.w))
+            report.deleted_rows["transactions"] = _deleted(spark, layout.transactions, ended_long_ago)
     # Appended to once per run or window: many small files that every run reads.
     for table in (layout.bronze, layout.runs, layout.dead_letters, layout.transactions, layout.inflight,
                   layout.checkpoints, layout.schema_history):
-        if is_delta_table(spark, table):
-            if options.optimize:
-                spark.sql(f"OPTIMIZE {delta_ref(table)}").collect()
-                report.optimized.append(table)
-            spark.sql(f"VACUUM {delta_ref(table)} RETAIN {hours} HOURS").collect()
-            report.vacuumed.append(table)
+        compact_and_vacuum(table)
     return report
