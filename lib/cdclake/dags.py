@@ -152,8 +152,9 @@ class _Submit:
                       "env_vars": dict(af.env_vars) or None, "name": f"cdclake-{config.pipeline}"},
         )
 
-    def task(self, task_id: str, verb: str, args: list[str], **extra: Any) -> CdcSparkSubmitOperator:
-        return CdcSparkSubmitOperator(task_id=task_id, application=str(self.jobs_dir / f"{verb}.py"),
+    def task(self, verb: str, args: list[str], **extra: Any) -> CdcSparkSubmitOperator:
+        """The task ``verb`` running ``jobs/<verb>.py --config <file> <args>``."""
+        return CdcSparkSubmitOperator(task_id=verb, application=str(self.jobs_dir / f"{verb}.py"),
                                       application_args=["--config", self.config_path, *args],
                                       **self.settings, **extra)
 
@@ -167,77 +168,50 @@ def pipeline_dags(config_path: str | os.PathLike[str]) -> dict[str, DAG]:
     name = config.pipeline
     start = datetime(af.start_date.year, af.start_date.month, af.start_date.day, tzinfo=timezone.utc)
     assets = table_assets(config)
-    common = {"start_date": start, "catchup": False, "tags": ["cdclake", name, *af.tags],
-              "default_args": {"owner": af.owner}}
     timeout = timedelta(seconds=af.timeout_s) if af.timeout_s else None
     dags: dict[str, DAG] = {}
 
-    with DAG(
-        dag_id=f"cdclake_{name}_snapshot",
-        description=f"cdclake {name}: initial snapshot (consistent read; records where mining starts)",
-        schedule=af.snapshot_schedule,
-        max_active_runs=1,
-        params={"tables": Param("", type="string", description="anchored regex on 'database.table' to limit "
-                                                                "the snapshot; empty: every table without a position")},
-        doc_md=f"Snapshot of pipeline `{name}` ({path}). Tables already streaming are left alone.",
-        **common,
-    ) as dag:
-        submit.task("snapshot", "snapshot", ["{{ '--tables' if params.tables else '' }}", "{{ params.tables }}"],
-                    outlets=assets, execution_timeout=timeout)
-    dags[dag.dag_id] = dag
+    def add(verb: str, kind: str, description: str, schedule: str | None, doc: str, args: list[str],
+            params: dict[str, Param] | None = None, **task: Any) -> None:
+        """One DAG ``cdclake_<pipeline>_<kind>`` whose single task runs ``jobs/<verb>.py``."""
+        with DAG(dag_id=f"cdclake_{name}_{kind}", description=f"cdclake {name}: {description}", schedule=schedule,
+                 max_active_runs=1, params=params or {}, doc_md=doc.format(name=name, path=path),
+                 start_date=start, catchup=False, tags=["cdclake", name, *af.tags],
+                 default_args={"owner": af.owner}) as dag:
+            submit.task(verb, args, execution_timeout=timeout, **task)
+        dags[dag.dag_id] = dag
 
-    with DAG(
-        dag_id=f"cdclake_{name}_mine",
-        description=f"cdclake {name}: one bounded mining window, applied to the Delta tables",
-        schedule=af.schedule,
-        max_active_runs=1,
-        params={"max_events": Param(None, type=["null", "integer"], minimum=1,
-                                    description="stop the window after this many row changes")},
-        doc_md=f"Mining run of pipeline `{name}` ({path}): stored position -> log end at start.",
-        **common,
-    ) as dag:
-        submit.task("mine", "mine", ["--snapshot-missing", "{{ '--max-events' if params.max_events else '' }}",
-                                     "{{ params.max_events or '' }}"],
-                    outlets=assets, retries=af.retries, retry_delay=timedelta(seconds=af.retry_delay_s),
-                    retry_exponential_backoff=True, max_retry_delay=timedelta(seconds=af.max_retry_delay_s),
-                    execution_timeout=timeout)
-    dags[dag.dag_id] = dag
-
+    add("snapshot", "snapshot", "initial snapshot (consistent read; records where mining starts)",
+        af.snapshot_schedule, "Snapshot of pipeline `{name}` ({path}). Tables already streaming are left alone.",
+        ["{{ '--tables' if params.tables else '' }}", "{{ params.tables }}"],
+        {"tables": Param("", type="string", description="anchored regex on 'database.table' to limit the "
+                                                         "snapshot; empty: every table without a position")},
+        outlets=assets)
+    add("mine", "mine", "one bounded mining window, applied to the Delta tables", af.schedule,
+        "Mining run of pipeline `{name}` ({path}): stored position -> log end at start.",
+        ["--snapshot-missing", "{{ '--max-events' if params.max_events else '' }}", "{{ params.max_events or '' }}"],
+        {"max_events": Param(None, type=["null", "integer"], minimum=1,
+                             description="stop the window after this many row changes")},
+        outlets=assets, retries=af.retries, retry_delay=timedelta(seconds=af.retry_delay_s),
+        retry_exponential_backoff=True, max_retry_delay=timedelta(seconds=af.max_retry_delay_s))
     tables = literal_tables(config)
     table_param = {"enum": tables} if tables else {"pattern": r"^[^.\s]+\.[^.\s]+$"}
-    with DAG(
-        dag_id=f"cdclake_{name}_backfill",
-        description=f"cdclake {name}: re-read a table or key range from the source while mining goes on",
-        schedule=None,
-        max_active_runs=1,
-        params={
-            "table": Param(tables[0] if tables else "", type="string", description="the captured table, "
-                           "'database.table' (Oracle: 'OWNER.TABLE')", **table_param),
-            "where": Param("", type="string", description="only rows matching this SQL filter on the table's "
-                                                          "columns, e.g. id BETWEEN 1 AND 999; empty: the whole table"),
-            "mode": Param("resnapshot", type="string", enum=["resnapshot"],
-                          description="resnapshot: read the rows again and merge them at their position"),
-        },
-        doc_md=f"Backfill of pipeline `{name}` ({path}): never overwrites a newer change, never resurrects a "
-               "deleted row; a killed run is resumed by triggering the same table and filter again.",
-        **common,
-    ) as dag:
-        submit.task("backfill", "backfill", ["--table", "{{ params.table }}", "--mode", "{{ params.mode }}",
-                                             "{{ '--where' if params.where else '' }}", "{{ params.where }}"],
-                    outlets=assets, execution_timeout=timeout)
-    dags[dag.dag_id] = dag
-
-    with DAG(
-        dag_id=f"cdclake_{name}_maintenance",
-        description=f"cdclake {name}: OPTIMIZE/VACUUM of targets, retention of bronze and control tables",
-        schedule=af.maintenance_schedule,
-        max_active_runs=1,
-        doc_md=f"Maintenance of pipeline `{name}` ({path}); settings under `maintenance:` in the file.",
-        **common,
-    ) as dag:
-        submit.task("maintain", "maintain", [], retries=1, retry_delay=timedelta(minutes=10),
-                    execution_timeout=timeout)
-    dags[dag.dag_id] = dag
+    add("backfill", "backfill", "re-read a table or key range from the source while mining goes on", None,
+        "Backfill of pipeline `{name}` ({path}): never overwrites a newer change, never resurrects a deleted row; "
+        "a killed run is resumed by triggering the same table and filter again.",
+        ["--table", "{{ params.table }}", "--mode", "{{ params.mode }}",
+         "{{ '--where' if params.where else '' }}", "{{ params.where }}"],
+        {"table": Param(tables[0] if tables else "", type="string",
+                        description="the captured table, 'database.table' (Oracle: 'OWNER.TABLE')", **table_param),
+         "where": Param("", type="string", description="only rows matching this SQL filter on the table's "
+                                                       "columns, e.g. id BETWEEN 1 AND 999; empty: the whole table"),
+         "mode": Param("resnapshot", type="string", enum=["resnapshot"],
+                       description="resnapshot: read the rows again and merge them at their position")},
+        outlets=assets)
+    add("maintain", "maintenance", "OPTIMIZE/VACUUM of targets, retention of bronze and control tables",
+        af.maintenance_schedule,
+        "Maintenance of pipeline `{name}` ({path}); settings under `maintenance:` in the file.", [],
+        retries=1, retry_delay=timedelta(minutes=10))
     return dags
 
 
