@@ -364,7 +364,7 @@ class _BinlogWindow:
                 f"binlog rows of {table} at {stream.log_file}:{stream.log_pos} have {len(mapped)} columns but the "
                 f"schema history says {len(schema.columns)} ({', '.join(schema.column_names)})",
                 "a DDL was missed (e.g. skipped as unparsable) or the table changed outside the binlog; "
-                "re-snapshot the table with 'cdclake snapshot --config <file> --tables <regex>'",
+                "re-snapshot the table with 'cdclake snapshot --config <file> --tables <regex> --force'",
             )
         for col, source_col in zip(mapped, schema.columns):
             for attr, value in table_map_overrides(source_col).items():

@@ -27,6 +27,10 @@ def jdbc_url(config: OracleSourceConfig) -> str:
     return dsn if dsn.startswith("jdbc:") else f"jdbc:oracle:thin:@{dsn if '(' in dsn else '//' + dsn}"
 
 
+def _filter(where: str | None) -> str:
+    return f" WHERE {where}" if where else ""
+
+
 def snapshot_query(types: Any, schema: TableSchema, scn: int, where: str | None = None) -> str:
     """The flashback SELECT of one table, returning canonical strings.
 
@@ -38,7 +42,7 @@ def snapshot_query(types: Any, schema: TableSchema, scn: int, where: str | None 
     """
     cols = ", ".join(f'{types.snapshot_select_sql(c)} AS "{c.name}"' for c in schema.columns)
     sql = f'SELECT {cols} FROM "{schema.database}"."{schema.table}" AS OF SCN {int(scn)}'
-    return sql + (f" WHERE {where}" if where else "")
+    return sql + _filter(where)
 
 
 def jdbc_properties(config: OracleSourceConfig) -> dict[str, str]:
@@ -62,7 +66,7 @@ def jdbc_snapshot(spark: SparkSession, config: OracleSourceConfig, types: Any, s
     if parts > 1 and key and schema.column(key).spark_type.upper() in _NUMERIC_KEY:
         bounds = spark.read.jdbc(url, f'(SELECT MIN("{key}") AS LO, MAX("{key}") AS HI FROM '
                                       f'"{schema.database}"."{schema.table}" AS OF SCN {int(scn)}'
-                                      f'{f" WHERE {where}" if where else ""}) b',
+                                      f'{_filter(where)}) b',
                                  properties=props).first()
         if bounds is not None and bounds[0] is not None:
             frame = spark.read.jdbc(url, f"({snapshot_query(types, schema, scn, where)}) q", column=f'"{key}"',
@@ -79,7 +83,7 @@ def _rowid_slices(spark: SparkSession, url: str, props: dict[str, str], types: A
                   parts: int, where: str | None = None) -> DataFrame:
     cols = ", ".join(f'{types.snapshot_select_sql(c)} AS "{c.name}"' for c in schema.columns)
     table = (f'(SELECT {cols}, ROWID AS RID FROM "{schema.database}"."{schema.table}" AS OF SCN {int(scn)}'
-             f'{f" WHERE {where}" if where else ""}) q')
+             f'{_filter(where)}) q')
     predicates = [f"ORA_HASH(RID, {parts - 1}) = {i}" for i in range(parts)]
     return spark.read.jdbc(url, table, predicates=predicates, properties=props).drop("RID")
 
