@@ -28,11 +28,13 @@ setup(
         "pandas>=2.0",
         "orjson>=3.9",
         "oracledb>=2.0",
+        "jinja2>=3.1",  # cdclake report (HTML, autoescaped)
+        "tqdm>=4.66",  # progress bars of snapshots and backfills in a terminal
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6"],
         "db2": ["ibm-db>=3.2"],
-        "quality": ["great-expectations>=1.0,<2"],
+        "quality": ["great-expectations>=1.24,<2"],  # data-quality gates (quality:); 1.24.1 tested
     },
     entry_points={"console_scripts": ["cdclake=cdclake.cli:main"]},
 )

@@ -22,6 +22,18 @@ CREATE TABLE runs (run_id STRING, command STRING, window_id BIGINT, status STRIN
 CREATE TABLE dead_letters (window_id BIGINT, source_table STRING, seq DECIMAL(38,0), position STRING,
   op STRING, reason STRING, before STRING, after STRING, recorded_at TIMESTAMP) USING delta;
 
+-- <lake>/<pipeline>/_cdclake/quality: one row per table, window (null: after a snapshot) and expectation
+-- checked by the data-quality gate (cdclake.engine.quality.QUALITY_DDL); observed is short JSON.
+CREATE TABLE quality (run_id STRING, window_id BIGINT, source_table STRING, expectation STRING, `column` STRING,
+  success BOOLEAN, unexpected_count BIGINT, element_count BIGINT, observed STRING, severity STRING,
+  checked_at TIMESTAMP) USING delta;
+
+-- <lake>/<pipeline>/_cdclake/reconcile: one row per table and `cdclake reconcile` run
+-- (cdclake.engine.reconcile.RECONCILE_DDL); sample_keys is JSON: up to 100 keys per kind.
+CREATE TABLE reconcile (run_id STRING, source_table STRING, checked_at TIMESTAMP, chunks BIGINT,
+  chunks_mismatched BIGINT, source_rows BIGINT, lake_rows BIGINT, only_in_source BIGINT, only_in_lake BIGINT,
+  different BIGINT, repaired BOOLEAN, sample_keys STRING) USING delta;
+
 -- Frame-mining sources (Oracle): changes of transactions open at a window's end, and ended transactions.
 CREATE TABLE inflight (
   window_id BIGINT, idx BIGINT, kind STRING, txid STRING, source_table STRING, op STRING, before STRING,

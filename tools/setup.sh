@@ -22,7 +22,7 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/pip install -q -U pip
-.venv/bin/pip install -q -e '.[test]'
+.venv/bin/pip install -q -e '.[test,quality]'  # quality: Great Expectations for the data-quality gates
 
 # Airflow 3 in its own virtualenv, with cdclake (no dependencies) for the DAG factory.
 if [ ! -x .venv-airflow/bin/python ]; then

@@ -53,7 +53,11 @@ def snapshot(ctx: click.Context, config: str, tables: str | None, force: bool) -
     """Initial snapshot of the captured tables; records where mining starts."""
 
     def go() -> None:
-        report = _pipeline(config).snapshot(tables or None, force)
+        from cdclake.progress import progress_bar
+
+        pipeline = _pipeline(config)
+        with progress_bar(pipeline.spark, "snapshot"):
+            report = pipeline.snapshot(tables or None, force)
         if not report.tables:
             click.echo("nothing to snapshot: every selected table is already streaming")
         for t in report.tables:
@@ -75,8 +79,11 @@ def mine(ctx: click.Context, config: str, max_events: int | None, snapshot_missi
     def go() -> None:
         pipeline = _pipeline(config)
         if snapshot_missing:
+            from cdclake.progress import progress_bar
+
             try:
-                s = pipeline.snapshot()
+                with progress_bar(pipeline.spark, "snapshot"):
+                    s = pipeline.snapshot()
             except SnapshotDeferredError as exc:
                 click.echo(f"warning: {exc.problem}; mining the other tables", err=True)
             else:
@@ -93,23 +100,124 @@ def mine(ctx: click.Context, config: str, max_events: int | None, snapshot_missi
     _run(ctx.obj["debug"], go)
 
 
+def _window_range(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    first, _, last = text.partition("-")
+    try:
+        return int(first), int(last or first)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not N or FIRST-LAST", param_hint="--window") from None
+
+
 @cli.command()
 @click.option("--config", "config", required=True, type=click.Path())
-@click.option("--table", required=True, help="the captured table, 'database.table' (Oracle: 'OWNER.TABLE')")
-@click.option("--where", default=None, help="only rows matching this SQL filter on the table's columns, valid in "
-                                            "both the source's SQL and Spark SQL, e.g. \"id BETWEEN 1 AND 999\"")
-@click.option("--mode", type=click.Choice(["resnapshot"]), default="resnapshot", show_default=True,
-              help="resnapshot: read the rows from the source again and merge them, while mining goes on")
+@click.option("--table", default=None, help="the captured table, 'database.table' (Oracle: 'OWNER.TABLE')")
+@click.option("--where", default=None,
+              help="resnapshot only: rows matching this SQL filter on the table's columns, valid in both the "
+                   "source's SQL and Spark SQL, e.g. \"id BETWEEN 1 AND 999\"")
+@click.option("--mode", type=click.Choice(["resnapshot", "rebuild", "remine"]), default="resnapshot",
+              show_default=True,
+              help="resnapshot: read the rows from the source again and merge them, while mining goes on; "
+                   "rebuild: rebuild the target (and its history table) from the bronze change log; "
+                   "remine: mine old windows into bronze again (needs --window, no --table)")
+@click.option("--from-window", type=click.IntRange(min=1), default=None,
+              help="rebuild only: start from the table as it stood before this window (default: its last snapshot)")
+@click.option("--window", "window", default=None, help="remine only: window N or FIRST-LAST")
 @click.pass_context
-def backfill(ctx: click.Context, config: str, table: str, where: str | None, mode: str) -> None:
-    """Repair a table or a key range from the source, without pausing mining; run it again to resume."""
+def backfill(ctx: click.Context, config: str, table: str | None, where: str | None, mode: str,
+             from_window: int | None, window: str | None) -> None:
+    """Repair a table from the source or from bronze, or re-mine old windows, without pausing mining.
+
+    Run the same command again to resume one that was killed.
+    """
+    windows = _window_range(window)
 
     def go() -> None:
-        r = _pipeline(config).backfill(table, where or None)
-        click.echo(f"backfill {table}{f' ({where})' if where else ''}: {r.rows_by_table.get(table, 0)} source rows "
-                   f"read at {r.start}, merged in {r.duration_s:.1f}s")
+        from cdclake.progress import progress_bar
+
+        pipeline = _pipeline(config)
+        with progress_bar(pipeline.spark, f"backfill {table}" if table else f"backfill ({mode})"):
+            r = pipeline.backfill(table or None, where or None, mode, from_window, windows)
+        if mode == "resnapshot":
+            click.echo(f"backfill {table}{f' ({where})' if where else ''}: {r.rows_by_table.get(table or '', 0)} "
+                       f"source rows read at {r.start}, merged in {r.duration_s:.1f}s")
+        elif mode == "rebuild":
+            click.echo(f"rebuild {table}: from {r.start} through window {r.window_id}, "
+                       f"{r.rows_by_table.get(table or '', 0)} rows, {r.duration_s:.1f}s")
+        else:
+            click.echo(f"remine windows {r.start}..{r.end}: {r.events} events in {r.transactions} transactions "
+                       f"into bronze, {r.duration_s:.1f}s")
 
     _run(ctx.obj["debug"], go)
+
+
+@cli.command()
+@click.option("--config", "config", required=True, type=click.Path())
+@click.option("--table", "tables", multiple=True, help="a streaming table, 'database.table' (repeatable; "
+                                                       "default: every streaming table)")
+@click.option("--chunks", default=64, show_default=True, type=click.IntRange(min=1),
+              help="key-range (or key-hash) chunks per table whose counts and checksums are compared")
+@click.option("--max-keys", default=1000, show_default=True, type=click.IntRange(min=1),
+              help="differing keys listed, confirmed and repaired per table (all are counted)")
+@click.option("--repair", is_flag=True, help="backfill the differing keys from the source, then compare them again")
+@click.option("--no-confirm", is_flag=True, help="skip the confirm pass that re-reads the differing keys")
+@click.option("--confirm-wait", default=0.0, show_default=True, type=click.FloatRange(min=0),
+              help="seconds to wait for a mining run to reach the source's read position before confirming")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@click.pass_context
+def reconcile(ctx: click.Context, config: str, tables: tuple[str, ...], chunks: int, max_keys: int, repair: bool,
+              no_confirm: bool, confirm_wait: float, as_json: bool) -> None:
+    """Compare source and lake by key-range chunks and list the keys that differ; --repair backfills them.
+
+    Exit status: 0 when every table is equal (or repaired), 1 when differences remain.
+    """
+
+    def go() -> bool:
+        from cdclake.engine.reconcile import reconcile as run_reconcile
+
+        r = run_reconcile(_pipeline(config), list(tables) or None, chunks, max_keys, repair, not no_confirm,
+                          confirm_wait)
+        if as_json:
+            click.echo(json.dumps(r.to_dict(), indent=2, default=str))
+        else:
+            for t in r.tables:
+                _echo_reconcile(t)
+            left = [t.table for t in r.tables if not t.ok]
+            click.echo(f"DIFFERENCES REMAIN in {', '.join(left)}" if left else
+                       f"all {len(r.tables)} table(s) equal{' after repair' if repair else ''}")
+        return r.ok
+
+    if not _run(ctx.obj["debug"], go):
+        sys.exit(1)
+
+
+def _keys_text(keys: list[dict[str, Any]], total: int, shown: int = 10) -> str:
+    text = ", ".join(str(next(iter(k.values()))) if len(k) == 1 else "(" + ", ".join(f"{c}={v}" for c, v in k.items())
+                     + ")" for k in keys[:shown])
+    return text + (f", ... ({total - min(shown, len(keys))} more)" if total > min(shown, len(keys)) else "")
+
+
+def _echo_reconcile(t: Any) -> None:
+    """Human output of one table's :class:`cdclake.engine.reconcile.TableReconcile`."""
+    click.echo(f"reconcile {t.table}: {t.chunks} chunks ({t.chunking}), {t.chunks_mismatched} mismatched; "
+               f"source {t.source_rows} rows, lake {t.lake_rows} rows"
+               f"{'' if t.confirmed or not t.differing else ' (not confirmed)'}")
+    labels = {"only_in_source": "only in source (lost)", "only_in_lake": "only in lake (invented)",
+              "different": "different (stale)"}
+    for kind, label in labels.items():
+        if t.counts[kind]:
+            click.echo(f"  {label + ':':26} {t.counts[kind]:>8}  {_keys_text(t.keys[kind], t.counts[kind])}")
+    if t.in_flight:
+        n = len(t.in_flight)
+        click.echo(f"  {'in flight (not judged):':26} {n:>8}  {_keys_text(t.in_flight, n)}")
+    if t.repaired:
+        left = sum((t.remaining or {}).values())
+        click.echo("  repaired: every differing key backfilled and equal now" if not left else
+                   f"  repaired, but {left} key(s) still differ: " + "; ".join(
+                       f"{k} {_keys_text(v, len(v))}" for k, v in (t.remaining_keys or {}).items() if v))
+    if t.note:
+        click.echo(f"  note: {t.note}")
 
 
 @cli.command()
@@ -147,6 +255,26 @@ def status(ctx: click.Context, config: str, as_json: bool) -> None:
             click.echo(f"{t['source_table']:30} {t['state']:10} {t['rows'] if t['rows'] is not None else '-':>10} "
                        f"{t['lag_s'] if t['lag_s'] is not None else '-':>8}  {t['position']}")
             click.echo(f"{'':30} {t['delta_path']}")
+
+    _run(ctx.obj["debug"], go)
+
+
+@cli.command()
+@click.option("--config", "config", required=True, type=click.Path())
+@click.option("--out", default=None, type=click.Path(dir_okay=False),
+              help="HTML file to write (default: cdclake-report-<pipeline>.html)")
+@click.option("--runs", default=50, show_default=True, type=click.IntRange(min=1),
+              help="how many recent runs the charts and the run list cover")
+@click.pass_context
+def report(ctx: click.Context, config: str, out: str | None, runs: int) -> None:
+    """Self-contained HTML report: lag and throughput charts, positions, rows, quality, dead letters."""
+
+    def go() -> None:
+        from cdclake.report import default_out, write_report
+
+        pipeline = _pipeline(config)
+        path = write_report(pipeline, out or default_out(pipeline.config.pipeline), runs)
+        click.echo(str(path))
 
     _run(ctx.obj["debug"], go)
 

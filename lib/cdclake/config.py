@@ -214,8 +214,37 @@ class MiningOptions(_Strict):
         None, ge=1, description="abandon (record, report, skip) transactions open longer than this; unset = never")
 
 
+class ExpectationOptions(_Strict):
+    """One data-quality expectation declared for a table (``tables.<t>.expectations[i]``).
+
+    ``type`` is a Great Expectations 1.x expectation in snake_case and ``kwargs`` its arguments, e.g.
+    ``{type: expect_column_values_to_be_between, kwargs: {column: balance, min_value: 0}}``; both are
+    checked against Great Expectations when a run starts (:func:`cdclake.engine.quality.check_declared`).
+    """
+
+    type: str = Field(pattern=r"^expect_[a-z0-9_]+$",
+                      description="Great Expectations expectation name, snake_case (expect_...)")
+    kwargs: dict[str, Any] = Field(default_factory=dict, description="the expectation's arguments")
+    on_failure: Literal["fail", "warn"] | None = Field(None, description="overrides quality.on_failure")
+
+
 class TableOptions(_Strict):
     key_columns: list[str] | None = None
+    expectations: list[ExpectationOptions] = Field(
+        default_factory=list, description="data-quality expectations checked after each apply (quality:)")
+
+
+class QualityOptions(_Strict):
+    """Data-quality gates (Great Expectations 1.x, the ``quality`` extra) after each apply."""
+
+    enabled: bool = Field(False, description="check every apply's changed rows (needs great-expectations)")
+    on_failure: Literal["fail", "warn"] = Field(
+        "warn", description="fail: the run fails and the window is not checkpointed | warn: record and go on")
+    keys: bool = Field(True, description="generated: key columns not null and unique (across the whole table)")
+    types: bool = Field(True, description="generated: each column has the Delta type its source type maps to")
+    not_null: bool = Field(True, description="generated: source NOT NULL columns hold no null")
+    after_snapshot: bool = Field(True, description="also check each snapshotted table as a whole")
+    unexpected_sample: int = Field(5, ge=0, le=50, description="unexpected values kept per failed expectation")
 
 
 class SparkConfig(_Strict):
@@ -267,6 +296,7 @@ class PipelineConfig(_Strict):
     spark: SparkConfig = Field(default_factory=SparkConfig)
     airflow: AirflowOptions = Field(default_factory=AirflowOptions)
     maintenance: MaintenanceOptions = Field(default_factory=MaintenanceOptions)
+    quality: QualityOptions = Field(default_factory=QualityOptions)
     secrets_file: str | None = None
 
     @model_validator(mode="after")
@@ -348,7 +378,7 @@ def load_config_text(text: str, origin: str = "<config>", resolve_secrets: bool 
                 del loc[1]  # the discriminator's tag, not a key of the file
             if err["type"] in ("union_tag_invalid", "union_tag_not_found") and loc == ["source"]:
                 loc = ["source", "type"]
-            key = ".".join(str(p) for p in loc) or "(top level)"
+            key = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".") or "(top level)"
             msg = err["msg"]
             if err["type"] == "extra_forbidden":
                 msg = "unknown key"

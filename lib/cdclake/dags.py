@@ -11,7 +11,8 @@ For every ``*.yaml`` pipeline file in the folder (default ``conf/pipelines/``, o
   in the source log, an invalid file, a failed preflight) fails the task at once, without retries,
   with cdclake's problem and fix as the failure message;
 * ``cdclake_<pipeline>_backfill`` — manual, with typed params ``table``, ``where`` (a key-range
-  filter) and ``mode``: re-reads rows from the source while mining goes on (``cdclake backfill``);
+  filter), ``mode`` (resnapshot, rebuild, remine), ``from_window`` and ``window``
+  (``cdclake backfill``);
 * ``cdclake_<pipeline>_maintenance`` — OPTIMIZE/VACUUM of the targets and retention of bronze and
   control tables (``maintenance:`` in the pipeline file).
 
@@ -196,17 +197,28 @@ def pipeline_dags(config_path: str | os.PathLike[str]) -> dict[str, DAG]:
         retry_exponential_backoff=True, max_retry_delay=timedelta(seconds=af.max_retry_delay_s))
     tables = literal_tables(config)
     table_param = {"enum": tables} if tables else {"pattern": r"^[^.\s]+\.[^.\s]+$"}
-    add("backfill", "backfill", "re-read a table or key range from the source while mining goes on", None,
-        "Backfill of pipeline `{name}` ({path}): never overwrites a newer change, never resurrects a deleted row; "
-        "a killed run is resumed by triggering the same table and filter again.",
-        ["--table", "{{ params.table }}", "--mode", "{{ params.mode }}",
-         "{{ '--where' if params.where else '' }}", "{{ params.where }}"],
+    add("backfill", "backfill", "repair a table from the source or from bronze, or re-mine old windows", None,
+        "Backfill of pipeline `{name}` ({path}): `resnapshot` re-reads a table or key range from the source (never "
+        "overwrites a newer change, never resurrects a deleted row); `rebuild` rebuilds a table from the bronze "
+        "change log; `remine` mines old windows into bronze again. A killed run is resumed by triggering the same "
+        "params again.",
+        ["{{ '--table' if params.mode != 'remine' else '' }}", "{{ params.table if params.mode != 'remine' else '' }}",
+         "--mode", "{{ params.mode }}",
+         "{{ '--where' if params.where else '' }}", "{{ params.where }}",
+         "{{ '--from-window' if params.from_window else '' }}", "{{ params.from_window or '' }}",
+         "{{ '--window' if params.window else '' }}", "{{ params.window }}"],
         {"table": Param(tables[0] if tables else "", type="string",
                         description="the captured table, 'database.table' (Oracle: 'OWNER.TABLE')", **table_param),
          "where": Param("", type="string", description="only rows matching this SQL filter on the table's "
                                                        "columns, e.g. id BETWEEN 1 AND 999; empty: the whole table"),
-         "mode": Param("resnapshot", type="string", enum=["resnapshot"],
-                       description="resnapshot: read the rows again and merge them at their position")},
+         "mode": Param("resnapshot", type="string", enum=["resnapshot", "rebuild", "remine"],
+                       description="resnapshot: read the rows again and merge them at their position; rebuild: "
+                                   "rebuild the table from bronze; remine: mine old windows into bronze again"),
+         "from_window": Param(None, type=["null", "integer"], minimum=1,
+                              description="rebuild: start from the table as it stood before this window "
+                                          "(empty: from its last snapshot)"),
+         "window": Param("", type="string", pattern=r"^(\d+(-\d+)?)?$",
+                         description="remine: window N or FIRST-LAST")},
         outlets=assets)
     add("maintain", "maintenance", "OPTIMIZE/VACUUM of targets, retention of bronze and control tables",
         af.maintenance_schedule,

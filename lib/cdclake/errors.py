@@ -28,6 +28,12 @@ class ConfigError(CdcError):
     permanent = True
 
 
+class UsageError(CdcError):
+    """A command was given options that do not go together."""
+
+    permanent = True
+
+
 class PreflightError(CdcError):
     """The source server is not set up for CDC (binlog off, wrong format, privileges...)."""
 

@@ -74,9 +74,12 @@ def test_dag_file_imports_cleanly_and_builds_each_pipelines_dags(airflow_home: P
     assert snapshot["schedule"] == "@once" and snapshot["params"] == ["tables"]
     assert snapshot["tasks"]["snapshot"]["outlets"] == task["outlets"]
     backfill = bag["dags"]["cdclake_example_shop_backfill"]
-    assert backfill["schedule"] == "None" and backfill["params"] == ["mode", "table", "where"]
+    assert backfill["schedule"] == "None" and backfill["params"] == ["from_window", "mode", "table", "where", "window"]
     assert backfill["param_specs"]["table"]["enum"] == ["shop.customers", "shop.orders"]
-    assert backfill["tasks"]["backfill"]["args"][2:4] == ["--table", "{{ params.table }}"]
+    assert backfill["tasks"]["backfill"]["args"][2:6] == [
+        "{{ '--table' if params.mode != 'remine' else '' }}", "{{ params.table if params.mode != 'remine' else '' }}",
+        "--mode", "{{ params.mode }}"]
+    assert backfill["param_specs"]["mode"]["enum"] == ["resnapshot", "rebuild", "remine"]
     maintenance = bag["dags"]["cdclake_example_shop_maintenance"]
     assert maintenance["schedule"] == "@daily"
     assert maintenance["tasks"]["maintain"]["application"] == str(ROOT / "jobs" / "maintain.py")

@@ -48,33 +48,43 @@ PLANNED, READ, APPLIED = "planned", "read", "applied"
 
 @dataclass
 class Backfill:
+    """One backfill's record: its steps are ``backfill`` rows of the checkpoints table."""
+
     backfill_id: str
     table: str
-    where: str | None
     status: str
-    position: dict[str, Any]
+    detail: dict[str, Any]
 
-    def record(self, pipeline: Pipeline, status: str) -> None:
+    @property
+    def where(self) -> str | None:
+        return self.detail.get("where")
+
+    @property
+    def position(self) -> dict[str, Any]:
+        return self.detail["position"]
+
+    def record(self, pipeline: Pipeline, status: str, **changes: Any) -> None:
         self.status = status
-        pipeline.control.record_backfill(self.backfill_id, self.table, status,
-                                         {"where": self.where, "position": self.position})
+        self.detail.update(changes)
+        pipeline.control.record_backfill(self.backfill_id, self.table, status, self.detail)
 
 
-def _unfinished(pipeline: Pipeline, table: str, where: str | None) -> Backfill | None:
-    """The newest backfill of ``table`` with this filter that a kill left unfinished."""
+def unfinished(pipeline: Pipeline, table: str, **match: Any) -> Backfill | None:
+    """The newest backfill of ``table`` whose detail has ``match`` that a kill left unfinished."""
     for backfill_id, status, detail in pipeline.control.backfills(table):
-        if status != APPLIED and detail.get("where") == where:
-            return Backfill(backfill_id, table, where, status, detail["position"])
+        if status != APPLIED and all(detail.get(k) == v for k, v in match.items()):
+            return Backfill(backfill_id, table, status, detail)
     return None
 
 
 def resnapshot(pipeline: Pipeline, report: RunReport, table: str, where: str | None) -> Backfill:
     """Re-read ``table`` (rows matching ``where``) from the source and merge them into its target."""
+    from cdclake import progress
     from cdclake.engine.pipeline import crash_point
 
     entry = pipeline.control.latest_per_table(pipeline.control.history()).get(table)
     schema = entry.schema if entry is not None else None
-    b = _unfinished(pipeline, table, where)
+    b = unfinished(pipeline, table, where=where, mode=None)
     if b is None:
         with pipeline_lock(pipeline.spark, pipeline.layout.lock, report.run_id):
             b = _plan(pipeline, table, where, schema)
@@ -88,6 +98,7 @@ def resnapshot(pipeline: Pipeline, report: RunReport, table: str, where: str | N
         pipeline.source.snapshot_read(pipeline.spark, schema, where).write.mode("overwrite").parquet(staging)
         b.record(pipeline, READ)
         crash_point("backfill_read")
+    progress.step(f"backfill {table}: merge")
     with pipeline_lock(pipeline.spark, pipeline.layout.lock, report.run_id):
         _apply(pipeline, b, schema, staging)
         crash_point("backfill_applied")
@@ -110,7 +121,7 @@ def _plan(pipeline: Pipeline, table: str, where: str | None, schema: TableSchema
             (c.name, c.spark_type) for c in current.columns]:
         raise CdcError(f"the source's definition of {table} differs from the lake's (a DDL mining has not "
                        "applied yet)", "run 'cdclake mine' until the table is caught up, then backfill")
-    b = Backfill(uuid.uuid4().hex[:12], table, where, PLANNED, start.position.to_dict())
+    b = Backfill(uuid.uuid4().hex[:12], table, PLANNED, {"where": where, "position": start.position.to_dict()})
     b.record(pipeline, PLANNED)
     return b
 

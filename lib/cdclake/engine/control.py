@@ -170,6 +170,20 @@ class ControlTables:
             latest.setdefault(r.run_id, r)
         return [(r.run_id, r.status, json.loads(r.detail)) for r in latest.values()]
 
+    def applied_windows(self) -> list[tuple[WindowState, int]]:
+        """Every applied window (with its end) and the ``rev`` of the commit that applied it, in order."""
+        rows = (read_delta(self.spark, self.layout.checkpoints)
+                .where(f"kind = 'window' AND status = '{WINDOW_APPLIED}'").orderBy("window_id").collect())
+        return [(WindowState(int(r.window_id), r.status, json.loads(r.start_position), json.loads(r.end_limit),
+                             r.max_events, json.loads(r.position)), int(r.rev)) for r in rows]
+
+    def window_planned_rev(self, window_id: int) -> int:
+        """``rev`` of the commit that planned ``window_id`` (table positions before it were the window's floors)."""
+        row = (read_delta(self.spark, self.layout.checkpoints)
+               .where(f"kind = 'window' AND window_id = {int(window_id)} AND status = '{WINDOW_PLANNED}'")
+               .agg({"rev": "max"}).first())
+        return int(row[0])
+
     def window_written(self, window_id: int) -> bool:
         """Whether any table holds rows of window ``window_id`` (bronze, schema history, in-flight buffer)."""
         w = int(window_id)
@@ -216,11 +230,14 @@ class ControlTables:
             self._table_row(s.table, s.status, s.position, s.ordinal, s.window_id, run_id, s.detail) for s in states
         ])
 
-    def table_states(self) -> dict[str, TableState]:
+    def table_states(self, before_rev: int | None = None) -> dict[str, TableState]:
+        """Each table's latest state (as it stood before the commit ``before_rev``, if given)."""
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         df = read_delta(self.spark, self.layout.checkpoints).where("kind = 'table'")
+        if before_rev is not None:
+            df = df.where(f"rev < {int(before_rev)}")
         w = Window.partitionBy("table_name").orderBy(F.col("rev").desc())
         rows = df.withColumn("_rn", F.row_number().over(w)).where("_rn = 1").collect()
         return {

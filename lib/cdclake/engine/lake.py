@@ -11,11 +11,14 @@ Layout under ``lake.root/<pipeline>/``::
     _cdclake/staging/window=N/    mined rows of a window before its bronze commit
     _cdclake/inflight/            changes of transactions still open at a window's end (frame sources)
     _cdclake/transactions/        every transaction that ended: committed, rolled back or abandoned
+    _cdclake/quality/             data-quality results: one row per expectation checked (quality:)
+    _cdclake/reconcile/           results of ``cdclake reconcile`` runs
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -79,6 +82,16 @@ class LakeLayout:
     def transactions(self) -> str:
         return f"{self.control}/transactions"
 
+    @property
+    def reconcile(self) -> str:
+        """One row per table and ``cdclake reconcile`` run: counts and sample keys."""
+        return f"{self.control}/reconcile"
+
+    @property
+    def quality(self) -> str:
+        """One row per table, window and expectation checked by the data-quality gate."""
+        return f"{self.control}/quality"
+
     def staging(self, window_id: int) -> str:
         return f"{self.control}/staging/window={window_id}"
 
@@ -136,6 +149,38 @@ def idempotent_write(spark: SparkSession, app_id: str, version: int) -> Iterator
     finally:
         spark.conf.unset("spark.databricks.delta.write.txnAppId")
         spark.conf.unset("spark.databricks.delta.write.txnVersion")
+
+
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+
+
+@contextlib.contextmanager
+def commit_tag(spark: SparkSession, **tag: Any) -> Iterator[None]:
+    """Tag every Delta commit made inside with ``tag`` (JSON in the commit's ``userMetadata``).
+
+    Target commits say what wrote them (``{"snapshot": true}``, ``{"window": 7}``, ``{"rebuild": id,
+    "through": 9}``), so a rebuild can find the table version that stood before a given window
+    (:func:`commit_tags`) without an extra commit per window.
+    """
+    spark.conf.set(USER_METADATA_CONF, json.dumps(tag, sort_keys=True))
+    try:
+        yield
+    finally:
+        spark.conf.unset(USER_METADATA_CONF)
+
+
+def commit_tags(spark: SparkSession, path: str) -> list[tuple[int, str, dict[str, Any] | None]]:
+    """``(version, operation, tag)`` of every commit still in the table's log, oldest first."""
+    out: list[tuple[int, str, dict[str, Any] | None]] = []
+    for r in spark.sql(f"DESCRIBE HISTORY {delta_ref(path)}").select("version", "operation", "userMetadata").collect():
+        tag = None
+        if r.userMetadata:
+            try:
+                tag = json.loads(r.userMetadata)
+            except ValueError:
+                tag = None  # someone else's metadata
+        out.append((int(r.version), r.operation, tag if isinstance(tag, dict) else None))
+    return sorted(out)
 
 
 def read_delta(spark: SparkSession, path: str) -> DataFrame:

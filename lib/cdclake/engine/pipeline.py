@@ -59,6 +59,7 @@ from cdclake.engine.events import (
 from cdclake.engine.inflight import InflightBuffer
 from cdclake.engine.lake import (
     LakeLayout,
+    commit_tag,
     ensure_table,
     hadoop_delete,
     hadoop_path_exists,
@@ -69,7 +70,8 @@ from cdclake.engine.lake import (
 from cdclake.engine.lock import pipeline_lock
 from cdclake.engine.maintenance import MaintenanceReport, maintain
 from cdclake.engine.target import ParsedChanges, TargetTables
-from cdclake.errors import CdcError, SnapshotDeferredError
+from cdclake.errors import CdcError, SnapshotDeferredError, UsageError
+from cdclake.progress import step as progress_step
 from cdclake.schema import TableSchema
 from cdclake.sources.base import Ddl, FrameSource, Position, Source, WindowEnd
 
@@ -178,6 +180,7 @@ class Pipeline:
 
     def _snapshot_locked(self, report: RunReport, tables_regex: str | None, force: bool = False) -> None:
         self.source.preflight()
+        self._check_quality_config()
         states = self.control.table_states()
         wanted = [t for t in self.source.captured_tables() if tables_regex is None or re.fullmatch(tables_regex, t)]
         todo = [t for t in wanted if force or t not in states or states[t].status != TABLE_STREAMING]
@@ -215,13 +218,16 @@ class Pipeline:
                          None, {}, None)
             for i, t in enumerate(todo)
         ])
+        quality_failures: list[Any] = []
         for t in todo:
+            progress_step(f"snapshot {t}")  # names the terminal progress bar's step (no-op without one)
             schema = start.schemas[t]
-            if t in states and is_delta_table(self.spark, self.layout.target(t)):
-                self.targets.close_history(self.layout.target(t), seq)  # the re-snapshot's rows follow
             try:
-                frame = self.source.snapshot_read(self.spark, schema)
-                self.targets.write_snapshot(self.layout.target(t), schema, frame, seq, pos.describe())
+                with commit_tag(self.spark, snapshot=True, seq=seq):
+                    if t in states and is_delta_table(self.spark, self.layout.target(t)):
+                        self.targets.close_history(self.layout.target(t), seq)  # the re-snapshot's rows follow
+                    frame = self.source.snapshot_read(self.spark, schema)
+                    self.targets.write_snapshot(self.layout.target(t), schema, frame, seq, pos.describe())
             except CdcError:
                 raise
             except Exception as exc:
@@ -233,8 +239,13 @@ class Pipeline:
                 [TableState(t, TABLE_STREAMING, pos.to_dict(), pos.ordinal, None, None,
                             {"snapshot_position": pos.describe(), "as_of": time.time()})], report.run_id)
             report.rows_by_table[t] = self.spark.read.format("delta").load(self.layout.target(t)).count()
+            quality_failures += self._check_snapshot_quality(report.run_id, schema)
         report.tables = todo
         report.start = report.end = pos.describe()
+        if quality_failures:
+            from cdclake.engine.quality import gate_error
+
+            raise gate_error(quality_failures, "after the snapshot", self.layout.quality, snapshot=True)
 
     def _cancel_unwritten_window(self, run_id: str) -> None:
         """A forced re-snapshot moves positions: a window planned from the old ones (a run that failed,
@@ -267,6 +278,7 @@ class Pipeline:
 
     def _mine_locked(self, report: RunReport, max_events: int | None) -> None:
         self.source.preflight()
+        self._check_quality_config()
         states = self._streaming_states()
         window = self.control.last_window()
         if window is not None and window.status not in (WINDOW_APPLIED, WINDOW_CANCELLED):
@@ -299,6 +311,7 @@ class Pipeline:
         report.phase("mine")
         new_states = self._apply_window(window, end, states, report)
         report.phase("apply")
+        self._check_window_quality(window.window_id, report)  # a failed gate stops before the checkpoint
         crash_point("applied")
         self.control.complete_window(window, end.to_dict(), end.ordinal, new_states, report.run_id)
         report.phase("checkpoint")
@@ -315,8 +328,10 @@ class Pipeline:
         return self.source.position_from_dict(json.loads(rows[0].after)["end"])
 
     def _mine_window(
-        self, window: WindowState, start: Position, states: dict[str, TableState], report: RunReport
+        self, window: WindowState, start: Position, states: dict[str, TableState], report: RunReport,
+        bronze_app: str | None = None,
     ) -> Position:
+        """``bronze_app``: the bronze commit's idempotency id (a re-mined window has its own)."""
         import pyarrow as pa
 
         wid = window.window_id
@@ -389,7 +404,7 @@ class Pipeline:
             frame = self.spark.read.schema(BRONZE_DDL).parquet(staging).select(*BRONZE_COLUMNS).unionByName(marker_df)
         (
             frame.write.format("delta").mode("append")
-            .option("txnAppId", f"cdclake:{self.config.pipeline}:bronze").option("txnVersion", wid)
+            .option("txnAppId", bronze_app or f"cdclake:{self.config.pipeline}:bronze").option("txnVersion", wid)
             .save(self.layout.bronze)
         )
         crash_point("bronze")
@@ -549,9 +564,10 @@ class Pipeline:
             new_states = dict(states)
             for table in tables:
                 renamed_to = {e.seq: e for e in ddl if e.renamed_from == table}
-                self._apply_table(window, table, bronze, truncates.get(table, []),
-                                  [e for e in ddl if e.table == table], before.get(table), states.get(table),
-                                  report.resumed, renamed_to)
+                with commit_tag(self.spark, window=wid):  # what a rebuild looks for in the target's history
+                    self._apply_table(window, table, bronze, truncates.get(table, []),
+                                      [e for e in ddl if e.table == table], before.get(table), states.get(table),
+                                      report.resumed, renamed_to)
             if not report.rows_by_table:
                 report.rows_by_table = counts
             as_of = {"as_of": time.time()}
@@ -582,10 +598,13 @@ class Pipeline:
         state: TableState | None,
         resumed: bool,
         renamed_to: dict[int, HistoryEntry] | None = None,
+        path: str | None = None,
+        app_id: str | None = None,
     ) -> None:
-        """``renamed_to``: the new name's entry of each rename of ``table`` in this window, by seq."""
+        """``renamed_to``: the new name's entry of each rename of ``table`` in this window, by seq;
+        ``path``/``app_id``: another table to apply to (a rebuild's staging copy) and its commit ids."""
         wid = window.window_id
-        path = self.layout.target(table)
+        path = path or self.layout.target(table)
         floor = state.ordinal if state else -1
         low = (floor + 1) * SEQ_SPAN  # changes committed at or before the table's position are in already
         barriers: list[tuple[int, str, Any]] = [(s, "truncate", None) for s in truncates if s >= low]
@@ -598,7 +617,7 @@ class Pipeline:
         rows = bronze.where(f"source_table = '{sql_str(table)}' AND op IN ('c', 'u', 'd') AND seq >= {low}")
         step = 0
         lo = low - 1
-        app_id = self._app_id(table)
+        app_id = app_id or self._app_id(table)
         for seq, kind, entry in [*barriers, (None, "end", None)]:
             segment = rows.where(f"seq > {lo}" + (f" AND seq < {seq}" if seq is not None else ""))
             step += 1
@@ -672,20 +691,83 @@ class Pipeline:
             # A table created again after a drop starts empty.
             self.spark.sql(f"DELETE FROM delta.`{path}` WHERE `__seq` < {seq}")
 
+    # ---- data quality ----------------------------------------------------------------------------
+
+    def _quality_gate(self) -> Any:
+        """The data-quality gate (:mod:`cdclake.engine.quality`), or None when ``quality.enabled`` is off."""
+        if not self.config.quality.enabled:
+            return None
+        from cdclake.engine.quality import QualityGate
+
+        return QualityGate(self.spark, self.layout, self.config, self._key_columns, self.targets.soft)
+
+    def _check_quality_config(self) -> None:
+        """An unknown declared expectation or bad kwargs fails the run before any data moves."""
+        if self.config.quality.enabled:
+            from cdclake.engine.quality import check_declared
+
+            check_declared(self.config)
+
+    def _check_window_quality(self, window_id: int, report: RunReport) -> None:
+        """Check and record what the window changed; a failure of severity ``fail`` raises, so the window
+        is not checkpointed and the next run checks it again (docs/operations.md)."""
+        gate = self._quality_gate()
+        if gate is None:
+            return
+        from cdclake.engine.quality import gate_error, gate_failures, warn_failures
+
+        latest = self.control.latest_per_table(self.control.history_through_window(window_id))
+        schemas = {t: e.schema for t, e in latest.items() if t in report.rows_by_table and e.schema is not None}
+        results = gate.check_window(window_id, schemas, report.rows_by_table)
+        gate.record(report.run_id, window_id, results, report.resumed)
+        report.phase("quality")
+        warn_failures(results, f"window {window_id}")
+        failed = gate_failures(results)
+        if failed:
+            raise gate_error(failed, f"in window {window_id}", self.layout.quality)
+
+    def _check_snapshot_quality(self, run_id: str, schema: TableSchema) -> list[Any]:
+        """Check and record a snapshotted table as a whole; returns the failures of severity ``fail``."""
+        gate = self._quality_gate()
+        if gate is None or not self.config.quality.after_snapshot:
+            return []
+        from cdclake.engine.quality import gate_failures, warn_failures
+
+        results = gate.check_table(schema)
+        gate.record(run_id, None, results)
+        warn_failures(results, "snapshot")
+        return gate_failures(results)
+
     # ---- status ----------------------------------------------------------------------------------
 
-    def backfill(self, table: str, where: str | None = None) -> RunReport:
-        """Re-snapshot ``table`` (the rows matching ``where``) while mining goes on
-        (:mod:`cdclake.engine.backfill`); resumes a killed backfill of the same table and filter."""
-        from cdclake.engine.backfill import resnapshot
+    def backfill(self, table: str | None, where: str | None = None, mode: str = "resnapshot",
+                 from_window: int | None = None, windows: tuple[int, int] | None = None) -> RunReport:
+        """Repairs that run beside mining; each resumes when run again after a kill.
 
-        if not self.config.source.captures(table):
+        * ``resnapshot``: re-read ``table`` (the rows matching ``where``) from the source
+          (:mod:`cdclake.engine.backfill`);
+        * ``rebuild``: rebuild ``table``'s target (and history table) from bronze, from its last snapshot
+          or from window ``from_window`` (:mod:`cdclake.engine.rebuild`);
+        * ``remine``: mine the applied ``windows`` (first, last) into bronze again where bronze no longer
+          has them (:mod:`cdclake.engine.remine`).
+        """
+        from cdclake.engine.backfill import resnapshot
+        from cdclake.engine.rebuild import rebuild
+        from cdclake.engine.remine import remine
+
+        _check_backfill_args(mode, table, where, from_window, windows)
+        if table is not None and not self.config.source.captures(table):
             raise CdcError(f"{table} is not captured by pipeline {self.config.pipeline}",
                            "name a table selected by source.include_tables/exclude_tables ('database.table')")
-        report = RunReport(uuid.uuid4().hex[:12], "backfill")
+        report = RunReport(uuid.uuid4().hex[:12], "backfill" if mode == "resnapshot" else f"backfill:{mode}")
         self._ensure_control()
         try:
-            resnapshot(self, report, table, where)
+            if mode == "resnapshot":
+                resnapshot(self, report, table, where)  # type: ignore[arg-type]
+            elif mode == "rebuild":
+                rebuild(self, report, table, from_window)  # type: ignore[arg-type]
+            else:
+                remine(self, report, *windows)  # type: ignore[misc]
         except Exception as exc:
             self._log_run(report, "failed", str(exc)[:4000])
             raise
@@ -747,6 +829,27 @@ class Pipeline:
             "transactions": report.transactions, "rows_by_table": report.rows_by_table, "lag_s": None,
             "start_position": report.start, "end_position": report.end, "error": error,
         })
+
+
+def _check_backfill_args(mode: str, table: str | None, where: str | None, from_window: int | None,
+                         windows: tuple[int, int] | None) -> None:
+    """Each backfill mode takes its own options: name the one given in vain and what to do instead."""
+    wrong = None
+    if mode not in ("resnapshot", "rebuild", "remine"):
+        wrong = (f"unknown backfill mode {mode!r}", "use resnapshot, rebuild or remine")
+    elif mode in ("resnapshot", "rebuild") and not table:
+        wrong = (f"backfill --mode {mode} needs --table", "name the table, 'database.table'")
+    elif mode != "resnapshot" and where:
+        wrong = (f"--where only applies to --mode resnapshot, not {mode}", "drop --where")
+    elif mode != "rebuild" and from_window is not None:
+        wrong = (f"--from-window only applies to --mode rebuild, not {mode}", "drop --from-window")
+    elif mode == "remine" and (windows is None or table):
+        wrong = ("backfill --mode remine re-mines whole windows (every table): it needs --window and no --table",
+                 "give --window N or --window FIRST-LAST (the window ids of 'cdclake status' / the run log)")
+    elif mode != "remine" and windows is not None:
+        wrong = (f"--window only applies to --mode remine, not {mode}", "drop --window")
+    if wrong:
+        raise UsageError(*wrong)
 
 
 def _apply_order(tables: set[str], ddl: list[HistoryEntry]) -> list[str]:

@@ -14,6 +14,7 @@ The engine (positions, transaction assembly, MERGE, schema history, checkpoints)
 from __future__ import annotations
 
 import abc
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,6 +25,8 @@ from cdclake.schema import Column, TableSchema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+_PLAIN_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class Position(abc.ABC):
@@ -133,6 +136,17 @@ class TypeMapper(abc.ABC):
         """Spark SQL value that rows existing before ``column`` was added hold (None: NULL)."""
         return None
 
+    def filter_literal_kind(self, column: Column) -> str | None:
+        """How a Delta value of ``column`` is written in a filter that the source's SQL and Spark SQL
+        read the same way (``cdclake reconcile --repair`` selects keys with it): ``"number"`` (bare
+        digits), ``"string"`` (single-quoted, no quote or backslash inside) or ``"date"``
+        (``DATE 'YYYY-MM-DD'``); ``None`` when no such literal is known (the repair is refused).
+
+        Only say so when the source column compared with that literal selects exactly the rows whose
+        Delta value it is: a wrong literal makes a repair delete the lake row and read nothing back.
+        """
+        return None
+
 
 # ---- the source --------------------------------------------------------------------------------
 
@@ -212,6 +226,12 @@ class Source(abc.ABC):
     def explain_error(self, exc: BaseException) -> CdcError | None:
         """A :class:`CdcError` saying what to do about a failure of a snapshot read, if known."""
         return None
+
+    def filter_identifier(self, name: str) -> str | None:
+        """Column ``name`` as written in a filter both the source's SQL and Spark SQL read (see
+        :meth:`TypeMapper.filter_literal_kind`); ``None`` if there is no such spelling. Default: the
+        bare name when it is a plain identifier."""
+        return name if _PLAIN_IDENTIFIER.fullmatch(name) else None
 
 
 @dataclass

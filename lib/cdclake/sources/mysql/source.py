@@ -182,6 +182,9 @@ class MySqlSource(Source):
             *[f"CAST({_q(c.name)} AS {self.types.canonical_type(c)}) AS {_q(c.name)}" for c in schema.columns]
         )
 
+    def filter_identifier(self, name: str) -> str:
+        return _q(name)  # backquotes: MySQL's and Spark SQL's identifier quotes alike
+
     def _partition_bounds(self, schema: TableSchema, filter_sql: str = "") -> tuple[str, int, int, int] | None:
         """Key ranges for parallel reads: an integer primary key split into ``snapshot.partitions``."""
         if len(schema.primary_key) != 1:

@@ -418,6 +418,20 @@ class MySqlTypeMapper(TypeMapper):
             return f"unhex({expr})"
         return expr
 
+    def filter_literal_kind(self, column: Column) -> str | None:
+        """Integers, YEAR and DECIMAL compare as bare numbers, text/ENUM/SET as quoted strings (a
+        case- or pad-insensitive collation may select more rows: harmless for a re-read), DATE as
+        ``DATE '...'``. TIME (µs in Delta), BIT, binaries, floats and DATETIME/TIMESTAMP (zone and
+        fraction rules) have no literal both sides read the same way."""
+        base = column.attrs.get("base") or self._base(column)
+        if base in _INTEGERS or base == "year" or (base == "decimal" and column.spark_type.startswith("DECIMAL")):
+            return "number"
+        if (base in _TEXTS or base in ("enum", "set")) and column.spark_type == "STRING":
+            return "string"
+        if base == "date":
+            return "date"
+        return None
+
     def initial_value_sql(self, column: Column) -> str | None:
         """Value rows existing before ``ALTER TABLE ... ADD column`` hold: the column default, else
         MySQL's implicit default for NOT NULL columns (0, '', first ENUM member; zero dates -> NULL).

@@ -1,0 +1,90 @@
+"""Data-quality gates (Great Expectations) on a real throwaway MariaDB and Spark: results land in
+``_cdclake/quality``; ``warn`` records and goes on; ``fail`` stops before the window's checkpoint until the
+operator decides; a key duplicated in the lake is found by joining the changed keys back to the target."""
+
+from __future__ import annotations
+
+import pytest
+from cdclake.engine.control import WINDOW_APPLIED, WINDOW_PLANNED
+from cdclake.engine.quality import QualityGateError
+
+from tests.integration.pipeline_helpers import make_pipeline
+
+BETWEEN = "expect_column_values_to_be_between"
+UNIQUE = "expect_column_values_to_be_unique"
+
+
+def _pipeline(spark, mariadb, db: str, tmp_path, quality: str, lake: str = ""):  # type: ignore[no-untyped-def]
+    extra = (f"{lake}quality:\n  enabled: true\n{quality}tables:\n  {db}.acct:\n    expectations:\n"
+             f"      - {{type: {BETWEEN}, kwargs: {{column: balance, min_value: 0}}}}\n")
+    return make_pipeline(spark, mariadb, db, tmp_path / "lake", name="qa", extra=extra)
+
+
+def _create(mariadb, db: str) -> None:  # type: ignore[no-untyped-def]
+    mariadb.execute(f"CREATE TABLE {db}.acct (id INT PRIMARY KEY, owner VARCHAR(20) NOT NULL, balance DECIMAL(10,2))")
+    mariadb.execute(f"INSERT INTO {db}.acct SELECT seq, CONCAT('o', seq), seq FROM {db}.seq_1_to_50")
+
+
+def _results(spark, pipeline, where: str) -> dict[tuple[str, str | None], tuple]:  # type: ignore[no-untyped-def]
+    rows = spark.read.format("delta").load(pipeline.layout.quality).where(where).collect()
+    return {(r.expectation, r.column): (r.success, r.unexpected_count, r.element_count, r.severity, r.observed)
+            for r in rows}
+
+
+def test_gates_record_results_warn_goes_on_and_fail_stops_before_the_checkpoint_until_accepted(
+        spark, mariadb, fresh_database, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    db = fresh_database
+    _create(mariadb, db)
+    soft = "  delete_mode: soft\n"
+    pipeline = _pipeline(spark, mariadb, db, tmp_path, "  on_failure: fail\n", lake=soft)
+    pipeline.snapshot()
+    snapshot = _results(spark, pipeline, "window_id IS NULL")
+    assert set(snapshot) == {
+        ("expect_column_values_to_not_be_null", "id"), (UNIQUE, "id"), ("expect_column_values_to_not_be_null", "owner"),
+        ("expect_column_values_to_be_of_type", "id"), ("expect_column_values_to_be_of_type", "owner"),
+        ("expect_column_values_to_be_of_type", "balance"), (BETWEEN, "balance"),
+    }
+    assert all(r[0] for r in snapshot.values()) and snapshot[(UNIQUE, "id")][2] == 50  # the whole table
+
+    # A clean window passes.
+    mariadb.execute(f"UPDATE {db}.acct SET balance = balance + 1 WHERE id <= 4")
+    mariadb.execute(f"DELETE FROM {db}.acct WHERE id = 3")  # a tombstone: not a changed live row
+    first = pipeline.mine()
+    window1 = _results(spark, pipeline, f"window_id = {first.window_id}")
+    assert all(r[0] for r in window1.values()) and len(window1) == 7
+    assert window1[("expect_column_values_to_not_be_null", "id")][2] == 3  # ids 1, 2, 4
+    assert window1[(UNIQUE, "id")][2] == 4  # every target row of a changed key, the tombstone too
+
+    # A broken lake: a second row for key 5 that the next change does not touch (its __seq is higher), so
+    # only joining the changed keys back to the whole table finds it. And bad source data: balance < 0.
+    path = pipeline.layout.target(f"{db}.acct")
+    spark.sql(f"INSERT INTO delta.`{path}` (id, owner, balance, `__op`, `__seq`, `__position`, `__deleted`) "
+              f"VALUES (5, 'ghost', 1, 'c', {10**37}, 'x', false)")
+    mariadb.execute(f"UPDATE {db}.acct SET balance = balance + 1 WHERE id IN (5, 6)")
+    mariadb.execute(f"UPDATE {db}.acct SET balance = -3 WHERE id = 9")
+    with pytest.raises(QualityGateError) as caught:
+        pipeline.mine()
+    problem = caught.value.problem
+    assert f"{db}.acct: {BETWEEN} on column balance (tables.{db}.acct.expectations[0]): 1 of 3 rows unexpected, " \
+           "e.g. -3.00" in problem
+    assert f"{db}.acct: {UNIQUE} on column id (generated): 2 of 4 rows unexpected, e.g. 5" in problem
+    assert "not checkpointed" in problem and f"tables.{db}.acct.expectations[0].on_failure: warn" in caught.value.fix
+    assert pipeline.control.last_window().status == WINDOW_PLANNED  # merged, not checkpointed
+    failed = f"NOT success AND window_id = {first.window_id + 1}"
+    severity, observed = _results(spark, pipeline, failed)[(BETWEEN, "balance")][3:]
+    assert severity == "fail" and '"sample": ["-3.00"]' in observed
+    assert set(_results(spark, pipeline, failed)) == {(BETWEEN, "balance"), (UNIQUE, "id")}
+
+    with pytest.raises(QualityGateError):  # the pipeline stays stopped: the same rows fail again
+        pipeline.mine()
+    assert spark.read.format("delta").load(pipeline.layout.quality).where(failed).count() == 2  # not doubled
+    assert pipeline.control.last_window().status == WINDOW_PLANNED
+
+    # The operator accepts the data (warn): the same window completes, its failures recorded as warnings.
+    accepted = _pipeline(spark, mariadb, db, tmp_path, "  on_failure: warn\n", lake=soft)
+    report = accepted.mine()
+    assert (report.window_id, report.resumed) == (first.window_id + 1, True)
+    assert accepted.control.last_window().status == WINDOW_APPLIED
+    last = _results(spark, accepted, f"run_id = '{report.run_id}'")
+    assert last[(BETWEEN, "balance")][:4] == (False, 1, 3, "warn") and last[(UNIQUE, "id")][:4] == (False, 2, 4, "warn")
+    assert all(r[0] for k, r in last.items() if k not in ((BETWEEN, "balance"), (UNIQUE, "id")))
