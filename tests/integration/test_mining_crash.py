@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline, pipeline_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +47,8 @@ def _mine_subprocess(config: Path, crash_at: str | None, timeout: int = 300) -> 
                           env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
+# Ten cold `cdclake mine` processes (each its own JVM and Spark session) dominate: ~10-13 min on 2 cores.
+@pytest.mark.timeout(1500)
 def test_kill_at_every_step_then_rerun_is_exact(spark, mariadb, fresh_database, tmp_path) -> None:  # type: ignore[no-untyped-def]
     rng = random.Random(7)
     db = fresh_database
