@@ -244,6 +244,7 @@ class QualityOptions(_Strict):
     types: bool = Field(True, description="generated: each column has the Delta type its source type maps to")
     not_null: bool = Field(True, description="generated: source NOT NULL columns hold no null")
     after_snapshot: bool = Field(True, description="also check each snapshotted table as a whole")
+    after_backfill: bool = Field(True, description="also check a backfill's rows (its key range; a rebuild: all)")
     unexpected_sample: int = Field(5, ge=0, le=50, description="unexpected values kept per failed expectation")
 
 

@@ -88,3 +88,25 @@ def test_gates_record_results_warn_goes_on_and_fail_stops_before_the_checkpoint_
     last = _results(spark, accepted, f"run_id = '{report.run_id}'")
     assert last[(BETWEEN, "balance")][:4] == (False, 1, 3, "warn") and last[(UNIQUE, "id")][:4] == (False, 2, 4, "warn")
     assert all(r[0] for k, r in last.items() if k not in ((BETWEEN, "balance"), (UNIQUE, "id")))
+
+
+def test_a_backfill_is_checked_on_the_rows_it_rewrote(spark, mariadb, fresh_database, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    db = fresh_database
+    _create(mariadb, db)
+    pipeline = _pipeline(spark, mariadb, db, tmp_path, "  on_failure: fail\n")
+    pipeline.snapshot()
+    mariadb.execute(f"UPDATE {db}.acct SET balance = -5 WHERE id = 15")
+
+    with pytest.raises(QualityGateError) as caught:
+        pipeline.backfill(f"{db}.acct", "id BETWEEN 10 AND 20")
+
+    assert f"after the backfill of {db}.acct" in caught.value.problem and "backfill is applied" in caught.value.problem
+    assert f"{BETWEEN} on column balance (tables.{db}.acct.expectations[0]): 1 of 11 rows unexpected" \
+           in caught.value.problem
+    runs = spark.read.format("delta").load(pipeline.layout.runs).where("command = 'backfill'").collect()
+    assert [r.status for r in runs] == ["failed"]
+    checked = _results(spark, pipeline, f"run_id = '{runs[0].run_id}'")
+    assert checked[(BETWEEN, "balance")][:3] == (False, 1, 11)
+    assert checked[(UNIQUE, "id")][:3] == (True, 0, 50)  # keys: across the whole table
+    lake = spark.read.format("delta").load(pipeline.layout.target(f"{db}.acct")).where("id = 15").first()
+    assert str(lake.balance) == "-5.00"  # applied: the gate reports, it does not undo

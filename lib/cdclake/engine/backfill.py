@@ -12,7 +12,9 @@ of it when the rows land:
 * a target row in the range that the source no longer has is deleted only if its sequence is
   below ``P`` (it was deleted before ``P``); one written after ``P`` stays;
 * changes between the table's position and ``P`` that mining applies later carry lower sequences
-  than the snapshot rows and leave them alone.
+  than the snapshot rows and leave them alone;
+* with history tables (SCD2), the rows that really change get a version at ``P``. History takes
+  versions in commit order, so the apply step first mines up to ``P`` if mining is behind it.
 
 Three steps, each recorded as a ``backfill`` row of the checkpoints table so a killed backfill is
 resumed by running the same command again:
@@ -42,8 +44,10 @@ from cdclake.schema import TableSchema
 
 if TYPE_CHECKING:
     from cdclake.engine.pipeline import Pipeline, RunReport
+    from cdclake.sources.base import Position
 
 PLANNED, READ, APPLIED = "planned", "read", "applied"
+MAX_CATCH_UP_RUNS = 20
 
 
 @dataclass
@@ -98,6 +102,8 @@ def resnapshot(pipeline: Pipeline, report: RunReport, table: str, where: str | N
         pipeline.source.snapshot_read(pipeline.spark, schema, where).write.mode("overwrite").parquet(staging)
         b.record(pipeline, READ)
         crash_point("backfill_read")
+    if pipeline.targets.keep_history and b.status != APPLIED:
+        _mine_past(pipeline, table, position)
     progress.step(f"backfill {table}: merge")
     with pipeline_lock(pipeline.spark, pipeline.layout.lock, report.run_id):
         _apply(pipeline, b, schema, staging)
@@ -124,6 +130,22 @@ def _plan(pipeline: Pipeline, table: str, where: str | None, schema: TableSchema
     b = Backfill(uuid.uuid4().hex[:12], table, PLANNED, {"where": where, "position": start.position.to_dict()})
     b.record(pipeline, PLANNED)
     return b
+
+
+def _mine_past(pipeline: Pipeline, table: str, position: Position) -> None:
+    """With SCD2 history tables, mine up to ``P`` first: a history takes its versions in commit order,
+    so every change committed before the re-read must be in it before the re-read's version is."""
+    from cdclake import progress
+
+    for _ in range(MAX_CATCH_UP_RUNS):
+        state = pipeline.control.table_states().get(table)
+        if state is None or state.ordinal >= position.ordinal:
+            return
+        progress.step(f"backfill {table}: mining up to {position.describe()} first (history table)")
+        pipeline.mine()
+    raise CdcError(f"mining did not reach {position.describe()} for {table} in {MAX_CATCH_UP_RUNS} runs, so the "
+                   "re-read rows cannot be versioned in its history table yet",
+                   "run 'cdclake mine' until the lag is small, then run the same backfill again (it resumes)")
 
 
 def _apply(pipeline: Pipeline, b: Backfill, schema: TableSchema, staging: str) -> None:

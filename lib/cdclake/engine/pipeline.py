@@ -245,7 +245,7 @@ class Pipeline:
         if quality_failures:
             from cdclake.engine.quality import gate_error
 
-            raise gate_error(quality_failures, "after the snapshot", self.layout.quality, snapshot=True)
+            raise gate_error(quality_failures, "after the snapshot", self.layout.quality, after="snapshot")
 
     def _cancel_unwritten_window(self, run_id: str) -> None:
         """A forced re-snapshot moves positions: a window planned from the old ones (a run that failed,
@@ -738,6 +738,24 @@ class Pipeline:
         warn_failures(results, "snapshot")
         return gate_failures(results)
 
+    def _check_backfill_quality(self, report: RunReport, table: str, where: str | None) -> None:
+        """Check and record the rows a backfill rewrote (``where``, or the whole table); ``fail`` raises."""
+        gate = self._quality_gate()
+        if gate is None or not self.config.quality.after_backfill:
+            return
+        from cdclake.engine.quality import gate_error, gate_failures, warn_failures
+
+        entry = self.control.latest_per_table(self.control.history()).get(table)
+        if entry is None or entry.schema is None:
+            return
+        results = gate.check_table(entry.schema, where)
+        gate.record(report.run_id, None, results)
+        report.phase("quality")
+        warn_failures(results, "backfill")
+        failed = gate_failures(results)
+        if failed:
+            raise gate_error(failed, f"after the backfill of {table}", self.layout.quality, after="backfill")
+
     # ---- status ----------------------------------------------------------------------------------
 
     def backfill(self, table: str | None, where: str | None = None, mode: str = "resnapshot",
@@ -768,6 +786,8 @@ class Pipeline:
                 rebuild(self, report, table, from_window)  # type: ignore[arg-type]
             else:
                 remine(self, report, *windows)  # type: ignore[misc]
+            if mode != "remine":  # remine writes bronze only
+                self._check_backfill_quality(report, table, where if mode == "resnapshot" else None)  # type: ignore[arg-type]
         except Exception as exc:
             self._log_run(report, "failed", str(exc)[:4000])
             raise

@@ -397,13 +397,15 @@ class QualityGate:
                     frame.unpersist()
         return results
 
-    def check_table(self, schema: TableSchema) -> list[CheckResult]:
-        """Check a whole target table (after a snapshot)."""
+    def check_table(self, schema: TableSchema, where: str | None = None) -> list[CheckResult]:
+        """Check a whole target table (after a snapshot or a rebuild), or its rows matching ``where``
+        (after a key-range backfill); keys are checked unique across the whole table either way."""
         from pyspark.sql import functions as F
 
         keys = self.key_columns(schema)
         target = read_delta(self.spark, self.layout.target(schema.qualified_name))
-        frames = {CHANGED: self._live(target).select(*[F.col(quote(c)) for c in schema.column_names]),
+        rows = self._live(target) if where is None else self._live(target).where(where)
+        frames = {CHANGED: rows.select(*[F.col(quote(c)) for c in schema.column_names]),
                   KEYS: target.select(*[F.col(quote(k)) for k in keys])}
         return validate(self.spark, schema.qualified_name, frames, table_specs(self.config, schema, keys),
                         self.config.quality.unexpected_sample)
@@ -453,7 +455,14 @@ def warn_failures(results: list[CheckResult], where: str) -> None:
                         f" on {r.column}" if r.column else "", r.observed)
 
 
-def gate_error(failures: list[CheckResult], where: str, results_path: str, snapshot: bool = False) -> QualityGateError:
+_STATE_AFTER = {
+    "window": "the changes are merged but the window is not checkpointed: every run checks them again",
+    "snapshot": "the snapshot is written and the table streams on (a re-read gives the same rows)",
+    "backfill": "the backfill is applied and recorded (running it again re-reads the same rows)",
+}
+
+
+def gate_error(failures: list[CheckResult], where: str, results_path: str, after: str = "window") -> QualityGateError:
     """The error of a failed gate: table, expectation, column, some unexpected values, and the way out."""
     lines = []
     for r in failures[:5]:
@@ -464,8 +473,7 @@ def gate_error(failures: list[CheckResult], where: str, results_path: str, snaps
         lines.append(f"{r.source_table}: {r.expectation}{f' on column {r.column}' if r.column else ''} "
                      f"({r.origin}): {what}{values}")
     more = f" (and {len(failures) - 5} more)" if len(failures) > 5 else ""
-    state = ("the snapshot is written and the table streams on (a re-read gives the same rows)" if snapshot
-             else "the changes are merged but the window is not checkpointed: every run checks them again")
+    state = _STATE_AFTER[after]
     keys = sorted({r.origin if r.origin != GENERATED else "quality.on_failure" for r in failures})
     return QualityGateError(
         f"data-quality gate failed {where}: " + "; ".join(lines) + more + f". {state}; results: {results_path}",

@@ -229,6 +229,9 @@ class TargetTables:
         gone = (target.where(f"`{META_SEQ}` < {seq}").join(read.select(*key_columns), key_columns, "left_anti")
                 .select(*[quote(c) for c in cols]))
         source = upserts.selectExpr("*", "'u' AS `__action`").unionByName(gone.selectExpr("*", "'d' AS `__action`"))
+        if self.keep_history:  # before the target MERGE: what changes is read from the target as it stands
+            self._record_versions(path, schema, key_columns, self._reread_versions(path, schema, key_columns,
+                                  upserts, gone, seq, position), app_id, 0)
         view = f"cdclake_reread_{abs(hash((path, app_id)))}"
         source.createOrReplaceTempView(view)
         on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in key_columns)
@@ -252,6 +255,28 @@ class TargetTables:
         with idempotent_write(self.spark, app_id, 1):
             self.spark.sql(sql)
         self.spark.catalog.dropTempView(view)
+
+    def _reread_versions(self, path: str, schema: TableSchema, key_columns: list[str], upserts: DataFrame,
+                         gone: DataFrame, seq: int, position: str) -> DataFrame:
+        """History versions at ``seq`` for what a re-read really changes: rows new to the target, rows
+        whose values differ from an older target row, and deletes; a row re-read unchanged adds none."""
+        target = self.spark.read.format("delta").load(path)
+        tcols = [F.col(quote(k)) for k in key_columns] + [F.col(META_SEQ).alias("__tseq")]
+        tcols += [F.col(quote(n)).alias(f"__t{i}") for i, n in enumerate(schema.column_names)]
+        tcols.append(F.col(f"`{META_DELETED}`").alias("__tdel") if self.soft else F.lit(False).alias("__tdel"))
+        differs = " OR ".join(f"NOT ({quote(n)} <=> `__t{i}`)" for i, n in enumerate(schema.column_names))
+        changed = (
+            upserts.join(target.select(*tcols), key_columns, "left")
+            .where(f"__tseq IS NULL OR (__tseq < {seq} AND (__tdel OR {differs}))")
+            .selectExpr(*[quote(c) for c in schema.column_names + _META], "'u' AS `__action`")
+        )
+        deleted = gone.selectExpr(
+            *[quote(c) for c in schema.column_names], f"'d' AS `{META_OP}`",
+            f"CAST({seq} AS DECIMAL(38,0)) AS `{META_SEQ}`",
+            f"'{sql_str(position)}' AS `{META_POSITION}`", f"CAST(NULL AS STRING) AS `{META_TXID}`",
+            f"current_timestamp() AS `{META_COMMIT_TS}`", f"CAST(NULL AS BIGINT) AS `{META_WINDOW}`",
+            "'d' AS `__action`")
+        return changed.unionByName(deleted).selectExpr("*", "1 AS `__sub`")
 
     def removed_keys(self, events: DataFrame, schema: TableSchema, key_columns: list[str]) -> DataFrame:
         """Keys that bronze change rows take away: deletes, and the old key of key-changing updates."""
