@@ -77,3 +77,22 @@ def test_the_mysql_plugin_says_which_keys_have_literals() -> None:
     assert MySqlSource.filter_identifier(None, "we`ird") == "`we``ird`"  # type: ignore[arg-type]
     assert Source.filter_identifier(None, "ID") == "ID"  # type: ignore[arg-type]
     assert Source.filter_identifier(None, "two words") is None  # type: ignore[arg-type]
+
+
+def test_the_oracle_plugin_says_which_keys_have_literals() -> None:
+    from cdclake.sources.oracle.source import OracleSource
+    from cdclake.sources.oracle.types import OracleTypeMapper, column_from_oracle
+
+    types = OracleTypeMapper()
+    cases = {"NUMBER(10)": (10, 0), "NUMBER(12,2)": (12, 2), "NUMBER": (None, None), "VARCHAR2(20)": None,
+             "CHAR(3)": None, "NVARCHAR2(20)": None, "DATE": None, "TIMESTAMP(6)": None, "RAW(16)": None,
+             "BINARY_DOUBLE": None}
+    kinds = {}
+    for t, ps in cases.items():
+        kw = {"data_precision": ps[0], "data_scale": ps[1]} if ps else {}
+        kinds[t] = types.filter_literal_kind(column_from_oracle("C", t, **kw))
+    assert kinds == {"NUMBER(10)": "number", "NUMBER(12,2)": "number", "NUMBER": None, "VARCHAR2(20)": "string",
+                     "CHAR(3)": "string", "NVARCHAR2(20)": None, "DATE": None, "TIMESTAMP(6)": None,
+                     "RAW(16)": None, "BINARY_DOUBLE": None}
+    assert OracleSource.filter_identifier(None, "ORDER_ID") == "ORDER_ID"  # type: ignore[arg-type]
+    assert OracleSource.filter_identifier(None, "order_id") is None  # type: ignore[arg-type]  # a quoted name

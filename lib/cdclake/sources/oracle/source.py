@@ -36,6 +36,7 @@ RAW_DDL = (
     "THREAD INT, USERNAME STRING, INFO STRING, K INT"
 )
 SnapshotReader = Callable[["SparkSession", TableSchema, int], "DataFrame"]
+_ORACLE_PLAIN_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 # redo_log_catalog: the one-row table whose row names the pipeline that builds dictionaries (queries.py).
 DICTIONARY_CLAIM_TABLE = "CDCLAKE_DICTIONARY_CLAIM"
 
@@ -251,6 +252,11 @@ class OracleSource(FrameSource):
 
     def prepare_snapshot_read(self, position: ScnPosition) -> None:  # type: ignore[override]
         self._snapshot_scn = position.scn
+
+    def filter_identifier(self, name: str) -> str | None:
+        """Only an upper-case plain name: Oracle folds a bare name to upper case (Spark ignores case),
+        and the two have no quoting in common (Oracle ``"x"`` is a string in Spark SQL)."""
+        return name if _ORACLE_PLAIN_NAME.fullmatch(name) else None
 
     def explain_error(self, exc: BaseException) -> CdcError | None:
         from cdclake.sources.oracle.snapshot import explain_snapshot_error

@@ -521,6 +521,19 @@ class OracleTypeMapper(TypeMapper):
             return f"unhex({expr})"
         return f"CAST({expr} AS {spark})"  # DECIMAL, FLOAT, DOUBLE, TIMESTAMP(_NTZ), BOOLEAN
 
+    def filter_literal_kind(self, column: Column) -> str | None:
+        """NUMBER/FLOAT held as an integer or DECIMAL compare as bare numbers (exact in both), VARCHAR2
+        and CHAR as quoted strings (CHAR's blank padding is kept in Delta, and Oracle compares CHAR
+        blank-padded). NCHAR/NVARCHAR2 (a plain literal passes through the database character set),
+        DATE and TIMESTAMPs (a time of day; zones), variable-scale numbers held as text, binaries and
+        floats have no literal both sides read the same way."""
+        base, spark = column.attrs.get("base"), column.spark_type
+        if base in ("NUMBER", "FLOAT") and (spark in _INTEGER_SPARK or spark.startswith("DECIMAL")):
+            return "number"
+        if base in ("VARCHAR2", "CHAR") and spark == "STRING":
+            return "string"
+        return None
+
     def initial_value_sql(self, column: Column) -> str | None:
         """Value of rows that existed before ``ALTER TABLE ... ADD column DEFAULT x``.
 
