@@ -102,7 +102,7 @@ def resnapshot(pipeline: Pipeline, report: RunReport, table: str, where: str | N
         pipeline.source.snapshot_read(pipeline.spark, schema, where).write.mode("overwrite").parquet(staging)
         b.record(pipeline, READ)
         crash_point("backfill_read")
-    if pipeline.targets.keep_history and b.status != APPLIED:
+    if pipeline.targets.keep_history:
         _mine_past(pipeline, table, position)
     progress.step(f"backfill {table}: merge")
     with pipeline_lock(pipeline.spark, pipeline.layout.lock, report.run_id):

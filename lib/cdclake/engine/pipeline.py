@@ -239,7 +239,8 @@ class Pipeline:
                 [TableState(t, TABLE_STREAMING, pos.to_dict(), pos.ordinal, None, None,
                             {"snapshot_position": pos.describe(), "as_of": time.time()})], report.run_id)
             report.rows_by_table[t] = self.spark.read.format("delta").load(self.layout.target(t)).count()
-            quality_failures += self._check_snapshot_quality(report.run_id, schema)
+            if self.config.quality.after_snapshot:
+                quality_failures += self._check_table_quality(report.run_id, schema, None, "snapshot")
         report.tables = todo
         report.start = report.end = pos.describe()
         if quality_failures:
@@ -726,34 +727,31 @@ class Pipeline:
         if failed:
             raise gate_error(failed, f"in window {window_id}", self.layout.quality)
 
-    def _check_snapshot_quality(self, run_id: str, schema: TableSchema) -> list[Any]:
-        """Check and record a snapshotted table as a whole; returns the failures of severity ``fail``."""
+    def _check_table_quality(self, run_id: str, schema: TableSchema, where: str | None, label: str) -> list[Any]:
+        """Check and record a target table as a whole (after a snapshot or a rebuild), or its rows matching
+        ``where`` (after a key-range backfill); returns the failures of severity ``fail``."""
         gate = self._quality_gate()
-        if gate is None or not self.config.quality.after_snapshot:
+        if gate is None:
             return []
         from cdclake.engine.quality import gate_failures, warn_failures
 
-        results = gate.check_table(schema)
+        results = gate.check_table(schema, where)
         gate.record(run_id, None, results)
-        warn_failures(results, "snapshot")
+        warn_failures(results, label)
         return gate_failures(results)
 
     def _check_backfill_quality(self, report: RunReport, table: str, where: str | None) -> None:
-        """Check and record the rows a backfill rewrote (``where``, or the whole table); ``fail`` raises."""
-        gate = self._quality_gate()
-        if gate is None or not self.config.quality.after_backfill:
+        """A backfill's rows (``where``, or the whole table); a failure of severity ``fail`` raises."""
+        if not self.config.quality.after_backfill:
             return
-        from cdclake.engine.quality import gate_error, gate_failures, warn_failures
-
         entry = self.control.latest_per_table(self.control.history()).get(table)
         if entry is None or entry.schema is None:
             return
-        results = gate.check_table(entry.schema, where)
-        gate.record(report.run_id, None, results)
+        failed = self._check_table_quality(report.run_id, entry.schema, where, "backfill")
         report.phase("quality")
-        warn_failures(results, "backfill")
-        failed = gate_failures(results)
         if failed:
+            from cdclake.engine.quality import gate_error
+
             raise gate_error(failed, f"after the backfill of {table}", self.layout.quality, after="backfill")
 
     # ---- status ----------------------------------------------------------------------------------
@@ -786,8 +784,8 @@ class Pipeline:
                 rebuild(self, report, table, from_window)  # type: ignore[arg-type]
             else:
                 remine(self, report, *windows)  # type: ignore[misc]
-            if mode != "remine":  # remine writes bronze only
-                self._check_backfill_quality(report, table, where if mode == "resnapshot" else None)  # type: ignore[arg-type]
+            if mode != "remine":  # remine writes bronze only; only resnapshot takes --where
+                self._check_backfill_quality(report, table, where)  # type: ignore[arg-type]
         except Exception as exc:
             self._log_run(report, "failed", str(exc)[:4000])
             raise

@@ -189,11 +189,7 @@ class TargetTables:
 
     def _read_rows(self, schema: TableSchema, canonical: DataFrame, seq: int, position: str) -> DataFrame:
         """Rows read from the source (canonical columns) as target rows: ``__op = 'r'`` at ``seq``."""
-        return canonical.selectExpr(
-            *typed_select(self.types, schema), "'r' AS `__op`", f"CAST({seq} AS DECIMAL(38,0)) AS `__seq`",
-            f"'{sql_str(position)}' AS `__position`", "CAST(NULL AS STRING) AS `__txid`",
-            "current_timestamp() AS `__commit_ts`", "CAST(NULL AS BIGINT) AS `__window_id`",
-        )
+        return canonical.selectExpr(*typed_select(self.types, schema), *_read_meta("r", seq, position))
 
     def write_snapshot(self, path: str, schema: TableSchema, canonical: DataFrame, seq: int, position: str) -> None:
         """Replace the target with snapshot rows (``__op = 'r'``, all at the snapshot sequence)."""
@@ -221,17 +217,16 @@ class TargetTables:
         cols = schema.column_names + _META
         read = self._read_rows(schema, canonical, seq, position)
         upserts = read.limit(0) if truncated_later else read.join(removed_later, key_columns, "left_anti")
-        target = self.spark.read.format("delta").load(path)
-        if self.soft:
-            target = target.where(f"NOT `{META_DELETED}`")
+        current = self.spark.read.format("delta").load(path)
+        target = current.where(f"NOT `{META_DELETED}`") if self.soft else current
         if where:
             target = target.where(where)
         gone = (target.where(f"`{META_SEQ}` < {seq}").join(read.select(*key_columns), key_columns, "left_anti")
                 .select(*[quote(c) for c in cols]))
         source = upserts.selectExpr("*", "'u' AS `__action`").unionByName(gone.selectExpr("*", "'d' AS `__action`"))
         if self.keep_history:  # before the target MERGE: what changes is read from the target as it stands
-            self._record_versions(path, schema, key_columns, self._reread_versions(path, schema, key_columns,
-                                  upserts, gone, seq, position), app_id, 0)
+            versions = self._reread_versions(current, schema, key_columns, upserts, gone, seq, position)
+            self._record_versions(path, schema, key_columns, versions, app_id, 0)
         view = f"cdclake_reread_{abs(hash((path, app_id)))}"
         source.createOrReplaceTempView(view)
         on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in key_columns)
@@ -256,11 +251,11 @@ class TargetTables:
             self.spark.sql(sql)
         self.spark.catalog.dropTempView(view)
 
-    def _reread_versions(self, path: str, schema: TableSchema, key_columns: list[str], upserts: DataFrame,
+    def _reread_versions(self, target: DataFrame, schema: TableSchema, key_columns: list[str], upserts: DataFrame,
                          gone: DataFrame, seq: int, position: str) -> DataFrame:
-        """History versions at ``seq`` for what a re-read really changes: rows new to the target, rows
-        whose values differ from an older target row, and deletes; a row re-read unchanged adds none."""
-        target = self.spark.read.format("delta").load(path)
+        """History versions at ``seq`` for what a re-read really changes (``target``: every target row,
+        tombstones too): rows new to the target, rows whose values differ from an older target row, and
+        deletes; a row re-read unchanged adds none."""
         tcols = [F.col(quote(k)) for k in key_columns] + [F.col(META_SEQ).alias("__tseq")]
         tcols += [F.col(quote(n)).alias(f"__t{i}") for i, n in enumerate(schema.column_names)]
         tcols.append(F.col(f"`{META_DELETED}`").alias("__tdel") if self.soft else F.lit(False).alias("__tdel"))
@@ -270,12 +265,8 @@ class TargetTables:
             .where(f"__tseq IS NULL OR (__tseq < {seq} AND (__tdel OR {differs}))")
             .selectExpr(*[quote(c) for c in schema.column_names + _META], "'u' AS `__action`")
         )
-        deleted = gone.selectExpr(
-            *[quote(c) for c in schema.column_names], f"'d' AS `{META_OP}`",
-            f"CAST({seq} AS DECIMAL(38,0)) AS `{META_SEQ}`",
-            f"'{sql_str(position)}' AS `{META_POSITION}`", f"CAST(NULL AS STRING) AS `{META_TXID}`",
-            f"current_timestamp() AS `{META_COMMIT_TS}`", f"CAST(NULL AS BIGINT) AS `{META_WINDOW}`",
-            "'d' AS `__action`")
+        deleted = gone.selectExpr(*[quote(c) for c in schema.column_names], *_read_meta("d", seq, position),
+                                  "'d' AS `__action`")
         return changed.unionByName(deleted).selectExpr("*", "1 AS `__sub`")
 
     def removed_keys(self, events: DataFrame, schema: TableSchema, key_columns: list[str]) -> DataFrame:
@@ -510,6 +501,13 @@ class TargetTables:
         )
         self.spark.catalog.dropTempView(view)
         self.spark.sql(f"DELETE FROM {delta_ref(source_path)} WHERE `{META_SEQ}` < {before_seq}")
+
+def _read_meta(op: str, seq: int, position: str) -> list[str]:
+    """The ``__*`` columns of a row a read at ``seq`` wrote (snapshot, backfill): no transaction, no window."""
+    return [f"'{op}' AS `{META_OP}`", f"CAST({seq} AS DECIMAL(38,0)) AS `{META_SEQ}`",
+            f"'{sql_str(position)}' AS `{META_POSITION}`", f"CAST(NULL AS STRING) AS `{META_TXID}`",
+            f"current_timestamp() AS `{META_COMMIT_TS}`", f"CAST(NULL AS BIGINT) AS `{META_WINDOW}`"]
+
 
 def _flags(names: list[str], partial: bool) -> list[str]:
     return [f"__ua{i}" for i in range(len(names))] if partial else []
