@@ -6,7 +6,8 @@ STAMP   := .venv/.cdclake-setup
 
 setup: $(STAMP)
 
-$(STAMP): setup.py tools/setup.sh tools/jars.txt tools/airflow-requirements.txt $(wildcard jvm/src/cdclake/*/*.java)
+$(STAMP): setup.py tools/setup.sh lib/cdclake/jars.py tools/airflow-requirements.txt $(wildcard jvm/src/cdclake/*/*.java) \
+          $(wildcard lib/cdclake/sources/*/plugin.py lib/cdclake/sources/*/requirements.txt)
 	bash tools/setup.sh
 	touch $(STAMP)
 
@@ -15,10 +16,12 @@ demo: setup
 
 test: setup
 	$(PY) -m ruff check lib jobs tests tests_live benchmarks airflow_dags
+	.venv/bin/lint-imports
 	$(PY) -m pytest -q tests
 
 lint: setup
 	$(PY) -m ruff check lib jobs tests tests_live benchmarks airflow_dags
+	.venv/bin/lint-imports
 
 bench: setup
 	$(PY) benchmarks/run_mysql_bench.py

@@ -37,8 +37,9 @@ sys.path.insert(0, str(ROOT / "lib"))
 
 from cdclake.config import load_config_text  # noqa: E402
 from cdclake.engine.events import META_POSITION, META_SEQ  # noqa: E402
+from cdclake.engine.history import registry_before  # noqa: E402
 from cdclake.engine.lake import read_delta  # noqa: E402
-from cdclake.runtime import open_pipeline  # noqa: E402
+from cdclake.engine.pipeline import Pipeline  # noqa: E402
 from cdclake.testing.mariadb import MariaDBServer  # noqa: E402
 
 TABLE = "sbtest.sbtest1"
@@ -295,9 +296,9 @@ def bench_merge(args, pipeline, work: Path, window_id: int) -> dict:
     spark = pipeline.spark
     targets = pipeline.targets
     control = pipeline.control
-    registry = control.latest_per_table(control.before_window(control.history_through_window(window_id), window_id))
-    schema = registry[TABLE].schema
-    keys = pipeline._key_columns(schema)
+    registry = registry_before(control.history_through_window(window_id), window_id)
+    schema = registry.schemas[TABLE]
+    keys = pipeline.key_columns(schema)
     snap_target = read_delta(spark, pipeline.layout.target(TABLE))
     meta = snap_target.where("`__op` = 'r'").selectExpr(f"min({META_SEQ}) AS s", f"first({META_POSITION}) AS p") \
         .collect()[0]
@@ -378,7 +379,7 @@ source:
   snapshot: {{partitions: {args.partitions}}}
 lake: {{root: {lake}}}
 """)
-            pipeline = open_pipeline(cfg, app_name="cdclake-bench")
+            pipeline = Pipeline.from_config(cfg, app_name="cdclake-bench")
             pipeline.spark.sparkContext.setLogLevel("ERROR")
             facts["spark_master"] = pipeline.spark.sparkContext.master
             facts["spark_runtime"] = pipeline.spark.version

@@ -9,7 +9,6 @@ from typing import Any
 
 from cdclake.config import load_config_text
 from cdclake.engine.pipeline import Pipeline
-from cdclake.runtime import make_source
 
 
 class LiveDatabase:
@@ -53,7 +52,7 @@ def pipeline_for(spark: Any, env: dict[str, str], db: LiveDatabase, lake: Path, 
         + f"  include_tables: ['{db.user}\\\\..*_{db.suffix}']\n{extra}lake:\n  root: {lake}\n"
     )
     config = load_config_text(text)
-    return Pipeline(config, make_source(config), spark)
+    return Pipeline.from_config(config, spark)
 
 
 def lake_rows(spark: Any, pipeline: Pipeline, db: LiveDatabase, table: str, columns: list[str]) -> set[tuple]:

@@ -22,7 +22,7 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/pip install -q -U pip
-.venv/bin/pip install -q -e '.[test,quality]'  # quality: Great Expectations for the data-quality gates
+.venv/bin/pip install -q -e '.[test,quality,sources]'  # quality: Great Expectations; sources: every source's driver
 
 # Airflow 3 in its own virtualenv, with cdclake (no dependencies) for the DAG factory.
 if [ ! -x .venv-airflow/bin/python ]; then
@@ -32,7 +32,9 @@ fi
 .venv-airflow/bin/pip install -q -r tools/airflow-requirements.txt
 .venv-airflow/bin/pip install -q --no-deps -e .
 
+# Delta's jars and each registered source's (python -m cdclake.jars lists them).
 mkdir -p .cache/jars
+.venv/bin/python -m cdclake.jars > .cache/jars.txt
 while read -r coord; do
   case "$coord" in ''|'#'*) continue ;; esac
   IFS=: read -r group artifact version <<<"$coord"
@@ -41,7 +43,7 @@ while read -r coord; do
   echo "cdclake setup: fetching $coord"
   mvn -q -B dependency:copy -Dartifact="$coord" -DoutputDirectory=.cache/jars -Dmdep.overWriteIfNewer=true >/dev/null
   [ -s "$jar" ] || { echo "cdclake setup: could not fetch $coord from Maven Central" >&2; exit 1; }
-done < tools/jars.txt
+done < .cache/jars.txt
 
 # cdclake's own JVM code (the Oracle decoder's fast path), compiled against pyspark's jars.
 jvm_jar=.cache/jars/cdclake-jvm.jar

@@ -6,11 +6,14 @@ import json
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cdclake.errors import ERROR_TAG, CdcError, SnapshotDeferredError
+
+if TYPE_CHECKING:
+    from cdclake.engine.pipeline import Pipeline
 
 
 def _run(debug: bool, action: Callable[[], Any]) -> Any:
@@ -22,24 +25,33 @@ def _run(debug: bool, action: Callable[[], Any]) -> Any:
         click.echo(f"error: {exc.problem}", err=True)
         if exc.fix:
             click.echo(f"  fix: {exc.fix}", err=True)
-        # One line for orchestrators (the Airflow operator reads it): no secrets, the same words.
-        click.echo(ERROR_TAG + json.dumps({"kind": type(exc).__name__, "permanent": exc.permanent,
-                                           "problem": exc.problem, "fix": exc.fix}), err=True)
+        # One line for orchestrators: no secrets, the same words. The same JSON goes to the file
+        # $CDCLAKE_ERROR_FILE names, when set: the Airflow operator (cdclake.dags) reads it from there.
+        report = {"kind": type(exc).__name__, "permanent": exc.permanent, "problem": exc.problem, "fix": exc.fix}
+        click.echo(ERROR_TAG + json.dumps(report), err=True)
+        import os  # only this error path needs it
+
+        path = os.environ.get("CDCLAKE_ERROR_FILE")
+        if path:
+            try:
+                with open(path, "w", encoding="utf-8") as out:
+                    json.dump(report, out)
+            except Exception as write_error:  # best effort: never hide the error reported above
+                click.echo(f"(could not write the error report to {path}: {write_error})", err=True)
         sys.exit(2)
 
 
-def _pipeline(config: str):  # type: ignore[no-untyped-def]
-    from cdclake.config import load_config
-    from cdclake.runtime import open_pipeline
+def _pipeline(config: str) -> Pipeline:
+    from cdclake.engine.pipeline import Pipeline
 
-    return open_pipeline(load_config(config))
+    return Pipeline.from_config(config)
 
 
 @click.group()
 @click.option("--debug", is_flag=True, help="show stack traces")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
-    """Change-data capture from MySQL/MariaDB into Delta Lake, as batch Spark jobs."""
+    """Change-data capture from operational databases into Delta Lake, as batch Spark jobs."""
     ctx.obj = {"debug": debug}
 
 
@@ -174,10 +186,7 @@ def reconcile(ctx: click.Context, config: str, tables: tuple[str, ...], chunks: 
     """
 
     def go() -> bool:
-        from cdclake.engine.reconcile import reconcile as run_reconcile
-
-        r = run_reconcile(_pipeline(config), list(tables) or None, chunks, max_keys, repair, not no_confirm,
-                          confirm_wait)
+        r = _pipeline(config).reconcile(list(tables) or None, chunks, max_keys, repair, not no_confirm, confirm_wait)
         if as_json:
             click.echo(json.dumps(r.to_dict(), indent=2, default=str))
         else:
@@ -199,7 +208,7 @@ def _keys_text(keys: list[dict[str, Any]], total: int, shown: int = 10) -> str:
 
 
 def _echo_reconcile(t: Any) -> None:
-    """Human output of one table's :class:`cdclake.engine.reconcile.TableReconcile`."""
+    """Human output of one table's :class:`cdclake.engine.repair.reconcile.TableReconcile`."""
     click.echo(f"reconcile {t.table}: {t.chunks} chunks ({t.chunking}), {t.chunks_mismatched} mismatched; "
                f"source {t.source_rows} rows, lake {t.lake_rows} rows"
                f"{'' if t.confirmed or not t.differing else ' (not confirmed)'}")
@@ -270,11 +279,7 @@ def report(ctx: click.Context, config: str, out: str | None, runs: int) -> None:
     """Self-contained HTML report: lag and throughput charts, positions, rows, quality, dead letters."""
 
     def go() -> None:
-        from cdclake.report import default_out, write_report
-
-        pipeline = _pipeline(config)
-        path = write_report(pipeline, out or default_out(pipeline.config.pipeline), runs)
-        click.echo(str(path))
+        click.echo(str(_pipeline(config).report(out, runs)))
 
     _run(ctx.obj["debug"], go)
 
@@ -290,44 +295,16 @@ def demo(ctx: click.Context, lake: str | None, rows: int) -> None:
     _run(ctx.obj["debug"], lambda: run_demo(lake, rows))
 
 
-@cli.command("redo-parse")
-def redo_parse() -> None:
-    """Parse Oracle LogMiner SQL_REDO statements read from stdin, one per line.
+def _add_source_commands() -> None:
+    """Commands a source plug-in brings (:attr:`cdclake.spi.SourcePlugin.commands`), e.g. Oracle's ``redo-parse``."""
+    from cdclake.spi import plugins
 
-    Prints one JSON object per statement (blank lines are skipped):
-    {"op": "c"|"u"|"d", "schema", "table", "before", "after"}; a value LogMiner did not supply
-    (Unsupported Type) prints as {"unavailable": true}. A line that does not parse prints
-    {"error": reason, "line": N, "statement": first 200 characters} and parsing goes on with the
-    next line.
+    for plugin in plugins():
+        for command in plugin.commands():
+            cli.add_command(command)
 
-    Exit status: 0 if every statement parsed, 1 if any line failed.
-    """
-    import orjson
 
-    from cdclake.sources.oracle.redo import UNAVAILABLE, RedoParseError, parse_redo
-
-    def default(value: Any) -> Any:
-        if value is UNAVAILABLE:
-            return {"unavailable": True}
-        raise TypeError(f"not JSON serializable: {type(value).__name__}")
-
-    out = sys.stdout.buffer
-    failed = 0
-    for number, raw in enumerate(sys.stdin.buffer, start=1):
-        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-        if not line.strip():
-            continue
-        try:
-            r = parse_redo(line)
-            doc: dict[str, Any] = {"op": r.op, "schema": r.schema, "table": r.table, "before": r.before,
-                                   "after": r.after}
-        except RedoParseError as exc:
-            failed += 1
-            doc = {"error": exc.reason, "line": number, "statement": line[:200]}
-        out.write(orjson.dumps(doc, default=default) + b"\n")
-    out.flush()
-    if failed:
-        sys.exit(1)
+_add_source_commands()
 
 
 def main() -> None:

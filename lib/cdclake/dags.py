@@ -21,6 +21,9 @@ with the connection ``airflow.spark_conn_id`` and the pipeline's ``spark.conf``)
 named literally in the pipeline file (``tables:`` keys, or an ``include_tables`` pattern without
 wildcards) is an Airflow :class:`~airflow.sdk.Asset` that the snapshot and mining tasks update, and
 so is the pipeline as a whole (``cdclake.<pipeline>``): downstream DAGs can be scheduled on them.
+A failing job hands its error (problem, fix, permanent or not) to the task through a temporary file
+named in ``$CDCLAKE_ERROR_FILE`` (see :class:`CdcSparkSubmitOperator`); the operator uses only the
+Spark provider's public API.
 
 The factory only reads the files (secrets stay unresolved): the scheduler needs neither Spark nor
 database access nor secrets. A DAG file is two lines (``airflow_dags/cdclake_pipelines.py``)::
@@ -31,71 +34,83 @@ database access nor secrets. A DAG file is two lines (``airflow_dags/cdclake_pip
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-from collections.abc import Iterator
+import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 from airflow.exceptions import AirflowException
-from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Asset, Param
 from airflow.sdk.exceptions import AirflowFailException
 
 from cdclake.config import PipelineConfig, load_config
 from cdclake.engine.lake import LakeLayout
-from cdclake.errors import ERROR_TAG
 from cdclake.spark import PROJECT_ROOT, cached_jars
 
 PIPELINES_DIR_ENV = "CDCLAKE_PIPELINES_DIR"
 DEFAULT_PIPELINES_DIR = PROJECT_ROOT / "conf" / "pipelines"
+ERROR_FILE_ENV = "CDCLAKE_ERROR_FILE"  # where a failing cdclake command writes its error (cdclake.cli._run)
 _WILDCARDS = re.compile(r"(?<!\\)[.*+?()\[\]{}|^$]")
-
-
-class CdcSparkSubmitHook(SparkSubmitHook):
-    """Remembers the error a cdclake job reports (``ERROR_TAG`` line) while the output streams by."""
-
-    cdc_error: dict[str, Any] | None = None
-
-    def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
-        def watch(lines: Iterator[Any]) -> Iterator[Any]:
-            for line in lines:
-                text = line.strip() if isinstance(line, str) else str(line).strip()
-                if text.startswith(ERROR_TAG):
-                    try:
-                        self.cdc_error = json.loads(text[len(ERROR_TAG):])
-                    except ValueError:
-                        pass
-                yield line
-
-        super()._process_spark_submit_log(watch(itr))
 
 
 class CdcSparkSubmitOperator(SparkSubmitOperator):
     """``SparkSubmitOperator`` for cdclake jobs: a failure carries cdclake's problem and fix, and an
     error no retry can cure (gap in the source log, invalid configuration, failed preflight, DDL that
-    does not parse) fails the task without retrying."""
+    does not parse) fails the task without retrying.
 
-    def _get_hook(self) -> SparkSubmitHook:
-        hook = super()._get_hook()
-        hook.__class__ = CdcSparkSubmitHook  # same state, plus the error watch; no second constructor call
-        return hook
+    How the error gets here: for each try, :meth:`execute` creates an empty temporary file and names
+    it in the environment variable ``CDCLAKE_ERROR_FILE`` of the task's process (Airflow 3 runs each
+    try in a process of its own) while the provider's ``execute`` runs, restoring it afterwards.
+    ``spark-submit`` inherits it and so does a driver that runs locally (``local``/client mode); a
+    failing cdclake command writes its error there as JSON (the ``cdclake-error:`` line of its stderr,
+    see :func:`cdclake.cli._run`). When the provider's ``execute`` fails, the report, if any, becomes
+    the failure: :class:`~airflow.sdk.exceptions.AirflowFailException` when it is ``permanent``, else
+    ``AirflowException`` (retried); without a report (a driver in cluster mode, a crash before the
+    report) the provider's exception stands. The file is removed afterwards.
+
+    Only the provider's public API is used (its constructor and ``execute``): neither the hook nor
+    ``env_vars`` is touched (``env_vars`` would also be refused in standalone cluster mode, and is
+    not the driver's environment in Kubernetes client mode).
+    """
 
     def execute(self, context: Any) -> None:
+        fd, report = tempfile.mkstemp(prefix="cdclake-error-", suffix=".json")
+        os.close(fd)
+        before = os.environ.get(ERROR_FILE_ENV)
+        os.environ[ERROR_FILE_ENV] = report
         try:
             super().execute(context)
         except AirflowException as exc:
-            error = getattr(self._hook, "cdc_error", None)
-            if not error:
+            error = read_error_report(report)
+            if error is None:
                 raise
             message = f"cdclake: {error.get('problem')}" + (f" -- fix: {error['fix']}" if error.get("fix") else "")
             if error.get("permanent"):
                 raise AirflowFailException(message) from exc
             raise AirflowException(message) from exc
+        finally:
+            if before is None:
+                os.environ.pop(ERROR_FILE_ENV, None)
+            else:
+                os.environ[ERROR_FILE_ENV] = before
+            with contextlib.suppress(OSError):
+                os.unlink(report)
+
+
+def read_error_report(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The error a cdclake command wrote to ``path`` (``$CDCLAKE_ERROR_FILE``); None when there is none
+    (no file, empty, not a JSON object)."""
+    try:
+        error = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return error if isinstance(error, dict) and error else None
 
 
 def literal_tables(config: PipelineConfig) -> list[str]:

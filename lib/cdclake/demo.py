@@ -79,7 +79,7 @@ def _workload(db: object, rows: int, rng: random.Random, phase: int) -> None:
 
 def run_demo(lake: str | None, rows: int) -> None:
     from cdclake.config import load_config_text
-    from cdclake.runtime import open_pipeline
+    from cdclake.engine.pipeline import Pipeline
     from cdclake.testing.compare import compare_table
     from cdclake.testing.mariadb import MariaDBServer
 
@@ -101,7 +101,7 @@ def run_demo(lake: str | None, rows: int) -> None:
         )
         conf.close()
         config = load_config_text(Path(conf.name).read_text(), conf.name)
-        pipeline = open_pipeline(config, "cdclake-demo")
+        pipeline = Pipeline.from_config(config, app_name="cdclake-demo")
         click.echo(f"pipeline file: {conf.name} (password from $CDCLAKE_DEMO_PASSWORD)")
         report = pipeline.snapshot()
         for t in report.tables:

@@ -60,11 +60,10 @@ def build_spark(
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
-    """Return the active session or build one with Delta and the cached jars.
+    """Return the active session or build one with Delta and the cached jars::
 
-    >>> spark = build_spark("doc")            # doctest: +SKIP
-    >>> spark.conf.get("spark.sql.session.timeZone")  # doctest: +SKIP
-    'UTC'
+        spark = build_spark("doc")
+        spark.conf.get("spark.sql.session.timeZone")   # 'UTC', whatever the pipeline file says
     """
     from pyspark.sql import SparkSession
 

@@ -10,6 +10,7 @@ from cdclake.config import load_config_text
 from cdclake.engine.pipeline import Pipeline
 from cdclake.schema import TableSchema
 from cdclake.sources.oracle.source import OracleSource
+from cdclake.spi import SourceContext
 from cdclake.testing.logminer_sim import SimulatedOracle
 
 
@@ -38,8 +39,9 @@ def oracle_yaml(lake: Path, name: str = "ora", include: str = r"APP\..*", mining
 
 def oracle_pipeline(spark: Any, db: SimulatedOracle, lake: Path, **kw: Any) -> Pipeline:
     config = load_config_text(oracle_yaml(lake, **kw))
-    source = OracleSource(config.source, config.mining, connect=db.connect,  # type: ignore[arg-type]
-                          snapshot_reader=flashback_reader(db), pipeline_id=f"{config.pipeline}@{config.lake.root}")
+    context = SourceContext(config.pipeline, config.lake.root, config.mining.skip_unparsable_ddl)
+    source = OracleSource(config.source, context, connect=db.connect,  # type: ignore[arg-type]
+                          snapshot_reader=flashback_reader(db))
     return Pipeline(config, source, spark)
 
 
@@ -53,7 +55,7 @@ def assert_lake_equals_simulated(spark: Any, pipeline: Pipeline, db: SimulatedOr
     """
     from cdclake.engine.target import typed_select
 
-    latest = pipeline.control.latest_per_table(pipeline.control.history())
+    latest = pipeline.control.latest_entries()
     names = tables if tables is not None else sorted(t for t, e in latest.items() if e.schema is not None)
     read = flashback_reader(db)
     for table in names:

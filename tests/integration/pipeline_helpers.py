@@ -7,7 +7,6 @@ from pathlib import Path
 
 from cdclake.config import PipelineConfig, load_config_text
 from cdclake.engine.pipeline import Pipeline
-from cdclake.runtime import make_source
 from cdclake.testing.compare import compare_table
 from cdclake.testing.mariadb import MariaDBServer
 
@@ -27,7 +26,7 @@ def pipeline_yaml(db: MariaDBServer, database: str, lake: Path, name: str = "t",
 def make_pipeline(spark, db: MariaDBServer, database: str, lake: Path, name: str = "t",  # type: ignore[no-untyped-def]
                   extra: str = "", source_extra: str = "") -> Pipeline:
     config: PipelineConfig = load_config_text(pipeline_yaml(db, database, lake, name, extra, source_extra))
-    return Pipeline(config, make_source(config), spark)
+    return Pipeline.from_config(config, spark)
 
 
 def assert_lake_equals_source(spark, db: MariaDBServer, pipeline: Pipeline, tables: list[str]) -> None:  # type: ignore[no-untyped-def]

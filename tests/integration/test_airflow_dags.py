@@ -127,7 +127,9 @@ def test_permanent_error_fails_the_task_without_retry_and_says_the_fix(airflow_h
         lake: {{root: {tmp_path}/lake}}
         airflow: {{env_vars: {{PYSPARK_PYTHON: {sys.executable}}}}}
         """))
-    env = airflow_env(airflow_home, tmp_path)
+    tmp = tmp_path / "tmp"  # the operator's error file ($CDCLAKE_ERROR_FILE) is made here
+    tmp.mkdir()
+    env = airflow_env(airflow_home, tmp_path, TMPDIR=str(tmp))
     env.pop("CDCLAKE_UNSET_SECRET", None)
 
     out = run_in_airflow(OPERATOR_SCRIPT.format(config=str(config), dag="cdclake_p_maintenance", task="maintain"),
@@ -136,16 +138,19 @@ def test_permanent_error_fails_the_task_without_retry_and_says_the_fix(airflow_h
     assert out["raised"] == "AirflowFailException" and out["permanent"]
     assert "source.password: secret/variable ${CDCLAKE_UNSET_SECRET} is not set" in out["message"]
     assert "fix: export CDCLAKE_UNSET_SECRET=..." in out["message"]
+    assert list(tmp.glob("cdclake-error-*")) == []
 
 
 def test_transient_error_is_left_to_retries_with_cdclakes_message(airflow_home: Path, tmp_path: Path) -> None:
-    # spark-submit stand-in: prints what the CLI prints for a retryable error (another run holds the lock).
+    # spark-submit stand-in: does what the CLI does for a retryable error (another run holds the lock):
+    # prints it, and writes the report to the file the operator named in $CDCLAKE_ERROR_FILE.
     fake = tmp_path / "bin"
     fake.mkdir()
     tag = json.dumps({"kind": "ConcurrentRunError", "permanent": False, "problem": "another run holds the lock",
                       "fix": "wait for it"})
     (fake / "spark-submit").write_text(f"#!/bin/sh\necho 'error: another run holds the lock' >&2\n"
-                                       f"echo 'cdclake-error: {tag}' >&2\nexit 2\n")
+                                       f"echo 'cdclake-error: {tag}' >&2\n"
+                                       f"echo '{tag}' > \"$CDCLAKE_ERROR_FILE\"\nexit 2\n")
     (fake / "spark-submit").chmod(0o755)
     config = tmp_path / "p.yaml"
     config.write_text(f"pipeline: p\nsource: {{type: mariadb, host: h, user: u, password: x, server_id: 9}}\n"

@@ -4,7 +4,7 @@ overwrites a newer change, never resurrects a deleted row, and resumes after a k
 from __future__ import annotations
 
 import pytest
-from cdclake.engine.pipeline import SimulatedKill
+from cdclake.engine.faults import SimulatedKill
 from cdclake.errors import CdcError
 
 from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline

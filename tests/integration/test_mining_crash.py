@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cdclake.engine.pipeline import CRASH_ENV, CRASH_MODE_ENV, SimulatedKill
+from cdclake.engine.faults import CRASH_ENV, CRASH_MODE_ENV, SimulatedKill
 
 from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline, pipeline_yaml
 

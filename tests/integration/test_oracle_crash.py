@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from cdclake.engine.pipeline import CRASH_ENV, CRASH_MODE_ENV, SimulatedKill
+from cdclake.engine.faults import CRASH_ENV, CRASH_MODE_ENV, SimulatedKill
 from cdclake.testing.logminer_sim import SimulatedOracle, create_typed_tables, random_workload
 
 from tests.integration.oracle_helpers import assert_lake_equals_simulated, bronze_markers, oracle_pipeline

@@ -238,12 +238,11 @@ def test_export_mode_mines_exported_logminer_rows(spark, tmp_path, fmt):  # type
     db.export_contents(export, fmt=fmt)
     from cdclake.config import load_config_text
     from cdclake.engine.pipeline import Pipeline
-    from cdclake.runtime import make_source
 
     config = load_config_text(
         "pipeline: exp\nsource:\n  type: oracle\n  mode: export\n  include_tables: ['APP\\..*']\n"
         f"  export: {{path: '{export}', format: {fmt}}}\nlake: {{root: '{tmp_path / 'lake'}'}}\n")
-    pipeline = Pipeline(config, make_source(config), spark)
+    pipeline = Pipeline.from_config(config, spark)
     pipeline.snapshot()
     pipeline.mine()
     assert_lake_equals_simulated(spark, pipeline, db, names(tables))

@@ -5,8 +5,8 @@ started for a running pipeline), and windows bronze retention deleted re-mined f
 from __future__ import annotations
 
 import pytest
-from cdclake.engine.pipeline import SimulatedKill
-from cdclake.engine.rebuild import base_version
+from cdclake.engine.faults import SimulatedKill
+from cdclake.engine.repair.rebuild import base_version
 from cdclake.errors import CdcError, UsageError
 
 from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline

@@ -7,13 +7,13 @@ import json
 
 import pandas as pd
 import pytest
-from cdclake.engine.events import LOG_ROWS_COLUMNS
 from cdclake.schema import TableSchema
 from cdclake.sources.oracle import queries as Q
 from cdclake.sources.oracle.decode import _LOB_PIECES, _Decoder, _lob_piece
 from cdclake.sources.oracle.lobs import NULL_ROWID, _fold_transaction, piece
 from cdclake.sources.oracle.redo import RedoParseError, parse_redo
 from cdclake.sources.oracle.types import OracleTypeMapper, column_from_oracle
+from cdclake.spi import LOG_ROWS_COLUMNS
 from cdclake.testing.logminer_sim import I_OP, I_ROW_ID, I_SQL_REDO, SimulatedOracle
 
 

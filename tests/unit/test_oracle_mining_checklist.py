@@ -12,6 +12,7 @@ from cdclake.errors import PositionLostError, PreflightError
 from cdclake.sources.oracle.logminer import LogMinerClient, MiningSettings
 from cdclake.sources.oracle.position import ScnPosition
 from cdclake.sources.oracle.source import OracleSource
+from cdclake.spi import SourceContext
 from cdclake.testing.logminer_sim import SimulatedOracle
 
 from tests.integration.oracle_helpers import spy_added, switch_twice
@@ -143,8 +144,7 @@ def oracle_source(db: SimulatedOracle, mining: str = "", name: str = "p") -> Ora
             "  include_tables: ['APP\\..*']\n  mining:\n    retry_backoff_s: 0\n"
             + "".join(f"    {line}\n" for line in mining.splitlines()) + "lake: {root: /tmp/unused}\n")
     config = load_config_text(text)
-    return OracleSource(config.source, config.mining, connect=db.connect,  # type: ignore[arg-type]
-                        pipeline_id=f"{name}@/tmp/unused")
+    return OracleSource(config.source, SourceContext(name, "/tmp/unused"), connect=db.connect)  # type: ignore[arg-type]
 
 
 def test_standby_roles_in_preflight() -> None:

@@ -7,11 +7,11 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
-from cdclake.engine.reconcile import KeyColumn, key_filters, sql_literal
+from cdclake.engine.repair.reconcile import KeyColumn, key_filters, sql_literal
 from cdclake.errors import CdcError
-from cdclake.sources.base import Source
 from cdclake.sources.mysql.source import MySqlSource
 from cdclake.sources.mysql.types import MySqlTypeMapper, column_from_definition
+from cdclake.spi import Source
 
 ID = KeyColumn("id", "`id`", "number")
 NAME = KeyColumn("name", "`name`", "string")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from cdclake.report import Point, ReportData, build_series, fmt_number, line_chart, nice_ceiling, render
+from cdclake.engine.report import Point, ReportData, build_series, fmt_number, line_chart, nice_ceiling, render
 
 
 def _run(epoch: float, command: str = "mine", window: int | None = 1, rows: dict[str, int] | None = None,

@@ -6,10 +6,10 @@ import doctest
 import pickle
 
 import pytest
-from cdclake.sources import sqltokens
+from cdclake import sqltokens
 from cdclake.sources.mysql.ddl import MYSQL_DIALECT
 from cdclake.sources.oracle.ddl import ORACLE_DIALECT
-from cdclake.sources.sqltokens import SqlDialect, SqlParseError, Token, TokenCursor, tokenize
+from cdclake.sqltokens import SqlDialect, SqlParseError, Token, TokenCursor, tokenize
 
 MYSQL, ORACLE, ANSI = MYSQL_DIALECT, ORACLE_DIALECT, SqlDialect()
 

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from cdclake.engine.events import event_seq
-from cdclake.sources.base import Begin, Commit, Ddl, Rollback, RowChange
+from cdclake.spi import Begin, Commit, Ddl, Rollback, RowChange
 
 
 @dataclass

@@ -13,6 +13,8 @@ from datetime import datetime, timezone
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from cdclake.engine.events import BRONZE_DDL
+from cdclake.engine.history import HistoryEntry, latest_per_table
 from cdclake.engine.lake import LakeLayout, ensure_table, idempotent_write, is_delta_table, read_delta, sql_str
 from cdclake.schema import TableSchema
 
@@ -41,7 +43,6 @@ DEAD_LETTERS_DDL = (
 WINDOW_PLANNED, WINDOW_MINED, WINDOW_APPLIED = "planned", "mined", "applied"
 WINDOW_CANCELLED = "cancelled"  # planned, nothing of it written, then given up (a forced re-snapshot)
 TABLE_SNAPSHOTTING, TABLE_STREAMING, TABLE_DROPPED = "snapshotting", "streaming", "dropped"
-SKIPPED = "skipped"  # schema-history kind of an unparsable DDL skipped by configuration (never applied)
 
 
 def utcnow() -> datetime:
@@ -69,20 +70,6 @@ class TableState:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
-class HistoryEntry:
-    version: int
-    table: str
-    seq: int
-    position: str
-    ddl: str
-    kind: str
-    schema: TableSchema | None
-    renamed_from: str | None
-    column_renames: dict[str, str]
-    window_id: int | None
-
-
 class ControlTables:
     """Reads and writes the pipeline's control tables."""
 
@@ -91,8 +78,10 @@ class ControlTables:
         self.layout = layout
 
     def ensure(self) -> None:
+        """Create the bronze log and the control tables if missing (idempotent)."""
         if self.exists():
             return
+        ensure_table(self.spark, self.layout.bronze, BRONZE_DDL)
         ensure_table(self.spark, self.layout.schema_history, HISTORY_DDL)
         ensure_table(self.spark, self.layout.runs, RUNS_DDL)
         ensure_table(self.spark, self.layout.dead_letters, DEAD_LETTERS_DDL)
@@ -298,21 +287,10 @@ class ControlTables:
         """Snapshot entries and the entries of windows up to and including ``window_id``."""
         return self.history(f"window_id IS NULL OR window_id <= {int(window_id)}")
 
-    @staticmethod
-    def before_window(entries: list[HistoryEntry], window_id: int) -> list[HistoryEntry]:
-        return [e for e in entries if e.window_id is None or e.window_id < window_id]
-
-    @staticmethod
-    def latest_per_table(entries: list[HistoryEntry]) -> dict[str, HistoryEntry]:
-        """The newest entry per table (by sequence, then version)."""
-        latest: dict[str, HistoryEntry] = {}
-        for e in entries:
-            if e.kind == SKIPPED:  # no schema change was applied for it
-                continue
-            cur = latest.get(e.table)
-            if cur is None or (e.seq, e.version) >= (cur.seq, cur.version):
-                latest[e.table] = e
-        return latest
+    def latest_entries(self, through_window: int | None = None) -> dict[str, HistoryEntry]:
+        """Each table's newest schema-history entry (of snapshots and windows up to ``through_window``)."""
+        entries = self.history() if through_window is None else self.history_through_window(through_window)
+        return latest_per_table(entries)
 
     def schema_version(self, version: int) -> HistoryEntry:
         found = self.history(f"version = {int(version)}")

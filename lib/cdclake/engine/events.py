@@ -59,8 +59,8 @@ def snapshot_seq(position_ordinal: int) -> int:
 
 def backfill_seq(position_ordinal: int) -> int:
     """The sequence of rows re-read from the source at a position: after every change committed at or
-    before it (a MySQL transaction's commit ordinal is the position just after it, so the last one
-    before a position shares its ordinal), before every change committed after it.
+    before it (where a transaction's commit ordinal is the position just after it, the last one before
+    a position shares its ordinal), before every change committed after it.
 
     >>> event_seq(42, 3) < backfill_seq(42) < event_seq(43, 1)
     True
@@ -70,25 +70,3 @@ def backfill_seq(position_ordinal: int) -> int:
 
 def commit_ordinal_of(seq: int | Decimal) -> int:
     return int(seq) // SEQ_SPAN
-
-
-# ---- log rows: what a frame-mining source hands the engine for one window ----------------------
-#
-# kind: 'change' (a row change; op c/u/d/t), 'undo' (a partial rollback: removes the newest earlier
-# change of the same transaction with the same locator), 'commit', 'rollback', or 'error' (the
-# window cannot be trusted past this row: the run stops). ``ordinal`` is the commit ordinal on
-# commit rows and the row's own log ordinal on others; ``idx`` is the row's order in the window.
-LOG_ROWS_DDL = (
-    "window_id BIGINT, idx BIGINT, kind STRING, txid STRING, source_table STRING, op STRING, before STRING, "
-    "after STRING, schema_version BIGINT, locator STRING, ordinal DECIMAL(38,0), position STRING, "
-    "event_ts TIMESTAMP, error STRING, raw STRING"
-)
-LOG_ROWS_COLUMNS = [
-    "window_id", "idx", "kind", "txid", "source_table", "op", "before", "after", "schema_version", "locator",
-    "ordinal", "position", "event_ts", "error", "raw",
-]
-KIND_CHANGE, KIND_UNDO, KIND_COMMIT, KIND_ROLLBACK, KIND_ERROR = "change", "undo", "commit", "rollback", "error"
-# A fragment of a column value (e.g. an Oracle LOB write) that the source folds into its transaction's
-# changes once the transaction committed (FrameSource.assemble_pieces).
-KIND_PIECE = "piece"
-UNAVAILABLE_KEY = "__unavailable"  # in a change image: columns whose value the log did not supply

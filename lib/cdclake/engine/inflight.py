@@ -26,8 +26,9 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from cdclake.engine.events import (
-    BRONZE_COLUMNS,
+from cdclake.engine.events import BRONZE_COLUMNS, SEQ_SPAN
+from cdclake.engine.lake import LakeLayout, delta_ref, ensure_table, is_delta_table
+from cdclake.spi.logrows import (
     KIND_CHANGE,
     KIND_COMMIT,
     KIND_ERROR,
@@ -36,9 +37,7 @@ from cdclake.engine.events import (
     KIND_UNDO,
     LOG_ROWS_COLUMNS,
     LOG_ROWS_DDL,
-    SEQ_SPAN,
 )
-from cdclake.engine.lake import LakeLayout, delta_ref, ensure_table, is_delta_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

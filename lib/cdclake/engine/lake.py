@@ -185,20 +185,3 @@ def commit_tags(spark: SparkSession, path: str) -> list[tuple[int, str, dict[str
 
 def read_delta(spark: SparkSession, path: str) -> DataFrame:
     return spark.read.format("delta").load(path)
-
-
-def hadoop_fs(spark: SparkSession, path: str) -> tuple[Any, Any]:
-    """(FileSystem, Path) for any Hadoop-FS URI; only reachable through the JVM gateway."""
-    hpath = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path)
-    return hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), hpath
-
-
-def hadoop_path_exists(spark: SparkSession, path: str) -> bool:
-    fs, hpath = hadoop_fs(spark, path)
-    return bool(fs.exists(hpath))
-
-
-def hadoop_delete(spark: SparkSession, path: str) -> None:
-    fs, hpath = hadoop_fs(spark, path)
-    if fs.exists(hpath):
-        fs.delete(hpath, True)

@@ -14,8 +14,8 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from cdclake.engine.lake import hadoop_fs
 from cdclake.errors import ConcurrentRunError
+from cdclake.hadoopfs import hadoop_fs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -34,7 +34,7 @@ def _pid_alive(pid: int) -> bool:
 @contextlib.contextmanager
 def pipeline_lock(spark: SparkSession, path: str, run_id: str) -> Iterator[None]:
     fs, hpath = hadoop_fs(spark, path)
-    jvm = spark.sparkContext._jvm
+    jvm = spark.sparkContext._jvm  # noqa: SLF001 - pyspark exposes Java I/O only here
     me = {"host": socket.gethostname(), "pid": os.getpid(), "run_id": run_id, "since": time.time()}
     for _ in range(2):
         try:

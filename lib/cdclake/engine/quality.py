@@ -39,7 +39,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cdclake.engine.control import utcnow
 from cdclake.engine.events import META_DELETED, META_WINDOW
+from cdclake.engine.history import latest_per_table
 from cdclake.engine.lake import (
     LakeLayout,
     ensure_table,
@@ -56,6 +58,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from cdclake.config import ExpectationOptions, PipelineConfig, QualityOptions
+    from cdclake.engine.context import PipelineContext
+    from cdclake.engine.runs import RunReport
 
 log = logging.getLogger(__name__)
 
@@ -419,8 +423,6 @@ class QualityGate:
         a window that is not ``resumed`` (planned by this run) has no earlier attempt to look for."""
         from pyspark.sql import functions as F
 
-        from cdclake.engine.control import utcnow
-
         if not results:
             return
         ensure_table(self.spark, self.layout.quality, QUALITY_DDL)
@@ -484,8 +486,62 @@ def gate_error(failures: list[CheckResult], where: str, results_path: str, after
     )
 
 
+class QualityChecks:
+    """When the gate runs in a pipeline's runs: declared expectations checked before any data moves,
+    then what a window, a snapshot or a backfill wrote. Inert (Great Expectations never imported)
+    while ``quality.enabled`` is off."""
+
+    def __init__(self, ctx: PipelineContext) -> None:
+        self.ctx = ctx
+        self.config = ctx.config
+        self.gate = (QualityGate(ctx.spark, ctx.layout, ctx.config, ctx.key_columns, ctx.targets.soft)
+                     if ctx.config.quality.enabled else None)
+
+    def check_config(self) -> None:
+        """An unknown declared expectation or bad kwargs fails the run before any data moves."""
+        if self.gate is not None:
+            check_declared(self.config)
+
+    def check_window(self, window_id: int, report: RunReport) -> None:
+        """Check and record what the window changed; a failure of severity ``fail`` raises, so the window
+        is not checkpointed and the next run checks it again (docs/operations.md)."""
+        if self.gate is None:
+            return
+        latest = latest_per_table(self.ctx.control.history_through_window(window_id))
+        schemas = {t: e.schema for t, e in latest.items() if t in report.rows_by_table and e.schema is not None}
+        results = self.gate.check_window(window_id, schemas, report.rows_by_table)
+        self.gate.record(report.run_id, window_id, results, report.resumed)
+        report.phase("quality")
+        warn_failures(results, f"window {window_id}")
+        failed = gate_failures(results)
+        if failed:
+            raise gate_error(failed, f"in window {window_id}", self.ctx.layout.quality)
+
+    def check_table(self, run_id: str, schema: TableSchema, where: str | None, label: str) -> list[CheckResult]:
+        """Check and record a target table as a whole (after a snapshot or a rebuild), or its rows matching
+        ``where`` (after a key-range backfill); returns the failures of severity ``fail``."""
+        if self.gate is None:
+            return []
+        results = self.gate.check_table(schema, where)
+        self.gate.record(run_id, None, results)
+        warn_failures(results, label)
+        return gate_failures(results)
+
+    def check_backfill(self, report: RunReport, table: str, where: str | None) -> None:
+        """A backfill's rows (``where``, or the whole table); a failure of severity ``fail`` raises."""
+        if self.gate is None or not self.config.quality.after_backfill:
+            return
+        entry = self.ctx.control.latest_entries().get(table)
+        if entry is None or entry.schema is None:
+            return
+        failed = self.check_table(report.run_id, entry.schema, where, "backfill")
+        report.phase("quality")
+        if failed:
+            raise gate_error(failed, f"after the backfill of {table}", self.ctx.layout.quality, after="backfill")
+
+
 __all__ = [
-    "QUALITY_DDL", "CheckResult", "ExpectationSpec", "QualityGate", "QualityGateError", "check_declared",
-    "declared_specs", "gate_error", "gate_failures", "generated_specs", "spark_type_class", "table_specs",
-    "to_expectation", "validate", "warn_failures",
+    "QUALITY_DDL", "CheckResult", "ExpectationSpec", "QualityChecks", "QualityGate", "QualityGateError",
+    "check_declared", "declared_specs", "gate_error", "gate_failures", "generated_specs", "spark_type_class",
+    "table_specs", "to_expectation", "validate", "warn_failures",
 ]

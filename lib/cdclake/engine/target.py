@@ -30,7 +30,6 @@ from cdclake.engine.events import (
     META_TXID,
     META_WINDOW,
     TARGET_META_DDL,
-    UNAVAILABLE_KEY,
 )
 from cdclake.engine.lake import (
     TARGET_PROPERTIES,
@@ -42,7 +41,7 @@ from cdclake.engine.lake import (
     sql_str,
 )
 from cdclake.schema import Column, TableSchema
-from cdclake.sources.base import TypeMapper
+from cdclake.spi import UNAVAILABLE_KEY, TypeMapper
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -1,1 +1,2 @@
-"""Source plug-ins. Each source implements :class:`cdclake.sources.base.Source`."""
+"""cdclake's own source plug-ins: one package each, registered by its ``plugin`` module
+(:mod:`cdclake.spi.plugin`). A source imports :mod:`cdclake.spi`, never the engine."""

@@ -5,9 +5,14 @@ on 127.0.0.1, and its own socket, pid and log files, and runs ``mariadbd --no-de
 system ``my.cnf`` and no system-wide instance is ever touched. The binary log is configured the way
 cdclake needs a source: ROW format, FULL row images, GTIDs (always on in MariaDB).
 
->>> with MariaDBServer(max_binlog_size=8192) as db:          # doctest: +SKIP
-...     db.execute("CREATE DATABASE shop")
+>>> with MariaDBServer(max_binlog_size=8192) as db:
+...     _ = db.execute("CREATE DATABASE shop")
 ...     conn = db.connect(user=db.cdc_user, database="shop")
+...     with conn.cursor() as cur:
+...         _ = cur.execute("SELECT @@binlog_format")
+...         print(cur.fetchone()[0])
+...     conn.close()
+ROW
 
 Start-up (install + boot + users) takes about a second. The server is not hardened: root and the
 ``cdc`` user get random passwords, it listens on 127.0.0.1 only, and durability settings are relaxed

@@ -13,7 +13,7 @@ rest of a statement after ``RENAME`` as one string. Only the table-shaping state
 here; they are small and regular, and anything this parser does not understand in them raises
 :class:`~cdclake.errors.DdlParseError` instead of being skipped.
 
-The tokenizer and token cursor are shared with the Oracle parser (:mod:`cdclake.sources.sqltokens`);
+The tokenizer and token cursor are shared with the Oracle parser (:mod:`cdclake.sqltokens`);
 MySQL's lexical rules are ``MYSQL_DIALECT`` below.
 
 >>> out = apply_ddl("ALTER TABLE t ADD COLUMN b INT AFTER a", "shop",
@@ -26,24 +26,15 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from cdclake.errors import DdlParseError
 from cdclake.schema import Column, TableSchema
 from cdclake.sources.mysql.types import column_from_definition
-from cdclake.sources.sqltokens import SqlDialect, SqlParseError, Token, TokenCursor, tokenize
+from cdclake.spi import DdlOutcome
+from cdclake.sqltokens import SqlDialect, SqlParseError, Token, TokenCursor, tokenize
 
-
-@dataclass
-class DdlOutcome:
-    """What one statement did to the table schemas."""
-
-    changes: dict[str, TableSchema | None] = field(default_factory=dict)  # 'db.table' -> after/None
-    renamed_from: dict[str, str] = field(default_factory=dict)  # new name -> old name
-    truncated: list[str] = field(default_factory=list)
-    ignored: bool = False  # the statement does not affect any known table schema
-    # table (name after the statement) -> {old column name: new column name}; renames keep data
-    column_renames: dict[str, dict[str, str]] = field(default_factory=dict)
+__all__ = ["MYSQL_DIALECT", "DdlOutcome", "apply_ddl"]
 
 
 # ---- tokens ------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cdclake.sources.base import Position
+from cdclake.spi.position import Position
 
 _FILE_SEQ = re.compile(r"\.(\d+)$")
 OFFSET_SPAN = 10**12  # binlog offsets are < 2**32 (max_binlog_size is at most 1 GiB)

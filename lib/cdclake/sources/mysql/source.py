@@ -21,24 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 import pymysql
 
-from cdclake.config import SourceConfig
 from cdclake.errors import CdcError, DdlParseError, PreflightError, SchemaMismatchError
 from cdclake.schema import TableSchema
-from cdclake.sources.base import (
-    Begin,
-    Commit,
-    Ddl,
-    LogRecord,
-    Rollback,
-    RowChange,
-    SnapshotStart,
-    Source,
-    WindowEnd,
-)
 from cdclake.sources.mysql import preflight
+from cdclake.sources.mysql.config import MySqlSourceConfig
 from cdclake.sources.mysql.ddl import apply_ddl
 from cdclake.sources.mysql.position import BinlogPosition
 from cdclake.sources.mysql.types import MySqlTypeMapper, table_map_overrides
+from cdclake.spi import Begin, Commit, Ddl, LogRecord, RecordSource, Rollback, RowChange, SnapshotStart, WindowEnd
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -56,8 +46,8 @@ def _utc(ts: int | None) -> datetime | None:
     return None if ts is None else datetime.fromtimestamp(ts, timezone.utc).replace(tzinfo=None)
 
 
-class MySqlSource(Source):
-    def __init__(self, config: SourceConfig, skip_unparsable_ddl: bool = False) -> None:
+class MySqlSource(RecordSource):
+    def __init__(self, config: MySqlSourceConfig, skip_unparsable_ddl: bool = False) -> None:
         self.config = config
         self.connector = config.type
         self.types = MySqlTypeMapper()
@@ -66,7 +56,7 @@ class MySqlSource(Source):
 
     # ---- connections -----------------------------------------------------------------------------
 
-    def _settings(self) -> dict[str, Any]:
+    def connection_settings(self) -> dict[str, Any]:
         return {
             "host": self.config.host,
             "port": self.config.port,
@@ -76,7 +66,7 @@ class MySqlSource(Source):
         }
 
     def connect(self) -> pymysql.connections.Connection:
-        s = self._settings()
+        s = self.connection_settings()
         try:
             return pymysql.connect(
                 host=s["host"], port=s["port"], user=s["user"], password=s["password"],
@@ -275,7 +265,7 @@ class _BinlogWindow:
         from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, QueryEvent, RotateEvent, XidEvent
         from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
-        settings = self.source._settings()
+        settings = self.source.connection_settings()
         by_gtid = self.source.config.position_mode == "gtid" and bool(self.start.gtid)
         stream = BinLogStreamReader(
             connection_settings=settings,
@@ -505,7 +495,7 @@ class _GtidTracker:
         return str(self.mysql_set) if self.mysql_set is not None else None
 
 
-def source_for(config: SourceConfig, skip_unparsable_ddl: bool = False) -> MySqlSource:
+def source_for(config: MySqlSourceConfig, skip_unparsable_ddl: bool = False) -> MySqlSource:
     if config.type not in ("mysql", "mariadb"):
         raise CdcError(f"source.type {config.type!r} is not a MySQL/MariaDB source", "use mysql or mariadb")
     return MySqlSource(config, skip_unparsable_ddl)

@@ -27,7 +27,7 @@ import re
 from typing import Any
 
 from cdclake.schema import Column
-from cdclake.sources.base import TypeMapper
+from cdclake.spi.types import TypeMapper
 
 # ---- type families -----------------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 :func:`apply_ddl` takes one statement — a LogMiner ``DDL`` row's text, or ``DBMS_METADATA.GET_DDL``
 output for the snapshot — and returns the schemas it changes, as the MySQL parser does
-(:class:`cdclake.sources.mysql.ddl.DdlOutcome`). Column types come from
+(:class:`cdclake.spi.DdlOutcome`). Column types come from
 :func:`cdclake.sources.oracle.types.column_from_oracle`.
 
 Table keys are ``"OWNER.TABLE"`` with Oracle's identifier rules: unquoted names are upper-cased,
@@ -16,7 +16,7 @@ table-shaping statements are parsed; physical clauses (storage, tablespace, LOB 
 partitioning, compression, logging) are skipped, and anything unexpected inside a column definition
 raises :class:`~cdclake.errors.DdlParseError` instead of being guessed.
 
-The tokenizer and token cursor are shared with the MySQL parser (:mod:`cdclake.sources.sqltokens`);
+The tokenizer and token cursor are shared with the MySQL parser (:mod:`cdclake.sqltokens`);
 Oracle's lexical rules are ``ORACLE_DIALECT`` below.
 
 >>> out = apply_ddl('ALTER TABLE "HR"."EMP" ADD (BONUS NUMBER(8,2) DEFAULT 0)',
@@ -33,9 +33,9 @@ from dataclasses import dataclass, replace
 
 from cdclake.errors import DdlParseError
 from cdclake.schema import Column, TableSchema
-from cdclake.sources.mysql.ddl import DdlOutcome
 from cdclake.sources.oracle.types import column_from_oracle
-from cdclake.sources.sqltokens import SqlDialect, SqlParseError, Token, TokenCursor, tokenize
+from cdclake.spi import DdlOutcome
+from cdclake.sqltokens import SqlDialect, SqlParseError, Token, TokenCursor, tokenize
 
 __all__ = ["ORACLE_DIALECT", "DdlOutcome", "apply_ddl"]
 

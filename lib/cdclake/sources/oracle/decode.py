@@ -26,7 +26,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cdclake.engine.events import (
+from cdclake.schema import TableSchema
+from cdclake.sources.oracle import queries as Q
+from cdclake.sources.oracle.position import SCN_SPAN
+from cdclake.spi.logrows import (
     KIND_CHANGE,
     KIND_COMMIT,
     KIND_ERROR,
@@ -36,9 +39,6 @@ from cdclake.engine.events import (
     LOG_ROWS_DDL,
     UNAVAILABLE_KEY,
 )
-from cdclake.schema import TableSchema
-from cdclake.sources.oracle import queries as Q
-from cdclake.sources.oracle.position import SCN_SPAN
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -517,7 +517,8 @@ def register_fast_path(spark: Any, plan: DecodePlan) -> str | None:
         return None
     name = f"cdclake_redo_{hashlib.sha1(text.encode()).hexdigest()[:16]}"
     try:
-        spark._jvm.cdclake.oracle.RedoFastPath.register(spark._jsparkSession, name, text)
+        # pyspark reaches JVM classes only through its private gateway handles
+        spark._jvm.cdclake.oracle.RedoFastPath.register(spark._jsparkSession, name, text)  # noqa: SLF001
     except Exception as exc:  # py4j: class not found when the jar is missing
         if not _warned_missing_jar:
             _warned_missing_jar.append(True)

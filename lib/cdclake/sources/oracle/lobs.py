@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from cdclake.engine.events import KIND_CHANGE, KIND_PIECE, UNAVAILABLE_KEY
+from cdclake.spi.logrows import KIND_CHANGE, KIND_PIECE, UNAVAILABLE_KEY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

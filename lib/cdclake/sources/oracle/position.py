@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdclake.sources.base import Position
+from cdclake.spi.position import Position
 
 SCN_SPAN = 10**6  # commits/DDL per SCN that can be ordered (k < SCN_SPAN - 1)
 

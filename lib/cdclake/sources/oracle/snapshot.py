@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cdclake.config import TIMEZONE_AS_REGION
 from cdclake.errors import CdcError
+from cdclake.sources.oracle.config import TIMEZONE_AS_REGION
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from cdclake.config import OracleSourceConfig
     from cdclake.schema import TableSchema
+    from cdclake.sources.oracle.config import OracleSourceConfig
 
 DRIVER = "oracle.jdbc.OracleDriver"
 _NUMERIC_KEY = ("TINYINT", "SMALLINT", "INT", "BIGINT")

@@ -14,15 +14,15 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from cdclake.config import MiningOptions, OracleSourceConfig
 from cdclake.errors import CdcError, DdlParseError, PositionLostError, PreflightError
 from cdclake.schema import TableSchema
-from cdclake.sources.base import Ddl, FrameSource, MinedWindow, SnapshotStart
 from cdclake.sources.oracle import preflight
 from cdclake.sources.oracle import queries as Q
+from cdclake.sources.oracle.config import OracleSourceConfig
 from cdclake.sources.oracle.decode import DecodePlan, decode_prepared, prepare
 from cdclake.sources.oracle.logminer import RAW_COLUMNS, LogMinerClient, MiningSettings, raw_arrow_schema
 from cdclake.sources.oracle.position import LogPoint, ScnPosition
+from cdclake.spi import Ddl, FrameSource, MinedWindow, SnapshotStart, SourceContext, WindowRequest
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -80,7 +80,7 @@ class SparkRawSink:
         self.rows += table.num_rows
 
     def discard(self, batch: int) -> None:
-        from cdclake.engine.lake import hadoop_delete
+        from cdclake.hadoopfs import hadoop_delete
 
         hadoop_delete(self.spark, self._path(batch))
 
@@ -88,16 +88,15 @@ class SparkRawSink:
 class OracleSource(FrameSource):
     connector = "oracle"
 
-    def __init__(self, config: OracleSourceConfig, mining: MiningOptions | None = None,
-                 connect: Callable[[], Any] | None = None, snapshot_reader: SnapshotReader | None = None,
-                 pipeline_id: str | None = None) -> None:
+    def __init__(self, config: OracleSourceConfig, context: SourceContext | None = None,
+                 connect: Callable[[], Any] | None = None, snapshot_reader: SnapshotReader | None = None) -> None:
         from cdclake.sources.oracle.types import OracleTypeMapper
 
         self.config = config
-        # Names this pipeline in the redo_log_catalog claim (runtime passes "<pipeline>@<lake root>").
-        self.pipeline_id = pipeline_id or f"{config.user}@{config.connect_string()}"
+        # Names this pipeline in the redo_log_catalog claim ("<pipeline>@<lake root>").
+        self.pipeline_id = context.pipeline_id if context else f"{config.user}@{config.connect_string()}"
         self._identity: tuple[int, str, int] | None = None  # DBID, DATABASE_ROLE, RESETLOGS_CHANGE# (preflight)
-        self.engine_mining = mining or MiningOptions()
+        self.skip_unparsable_ddl = context.skip_unparsable_ddl if context else False
         self.types = OracleTypeMapper()
         self._connect = connect or self._oracledb_connect
         self._snapshot_reader = snapshot_reader
@@ -348,13 +347,18 @@ class OracleSource(FrameSource):
             frame.unpersist()
         self._persisted.clear()
 
+    def snapshot_deferred_hint(self) -> str:
+        return "run the snapshot again once that transaction has ended (GV$TRANSACTION shows it)"
+
     # ---- mining ------------------------------------------------------------------------------------
 
-    def mine_frame(self, spark: SparkSession, window_id: int, start: ScnPosition, end_limit: ScnPosition,  # type: ignore[override]
-                   schemas: dict[str, TableSchema], versions: dict[str, int], next_schema_version: int,
-                   max_events: int | None, staging: str, floors: dict[str, int] | None = None) -> MinedWindow:
-        """``floors``: each table's position ordinal, when the engine passes it (DDL at or below a table's
-        position is in its snapshot already); without it, DDL at or below ``start`` is skipped."""
+    def mine_frame(self, spark: SparkSession, request: WindowRequest) -> MinedWindow:
+        """DDL at or below a table's floor (its position) is in its snapshot already; DDL at or below
+        ``start`` is skipped for every table."""
+        window_id, schemas, versions, floors = request.window_id, request.schemas, request.versions, request.floors
+        max_events, staging, next_schema_version = request.max_events, request.staging, request.next_schema_version
+        start, end_limit = request.start, request.end_limit
+        assert isinstance(start, ScnPosition) and isinstance(end_limit, ScnPosition)
         lo, hi = start.mine_from, end_limit.scn
         here, _, here_resetlogs = (None, None, None) if self.export_mode else self._database()
         other_dbid = end_limit.dbid is not None and end_limit.dbid != here
@@ -429,7 +433,7 @@ class OracleSource(FrameSource):
                 if subject and subject not in registry and not self.config.captures(subject):
                     log.debug("ignoring DDL on %s (not captured) that does not parse: %s", subject, exc.problem)
                     continue
-                if not self.engine_mining.skip_unparsable_ddl:
+                if not self.skip_unparsable_ddl:
                     raise DdlParseError(statement, point.describe(), exc.problem) from None
                 out.append(Ddl(point, statement, r.SEG_OWNER, {}, r.TIMESTAMP,
                                skipped_reason=exc.problem))
@@ -463,7 +467,7 @@ class OracleSource(FrameSource):
                              point.describe(), r.TIMESTAMP, None, None))
                 rows.append((*common, "commit", txid, None, None, None, None, None, None, Decimal(point.ordinal),
                              point.describe(), r.TIMESTAMP, None, None))
-            from cdclake.engine.events import LOG_ROWS_DDL
+            from cdclake.spi.logrows import LOG_ROWS_DDL
 
             extra = spark.createDataFrame(rows, LOG_ROWS_DDL)
         return plan, out, extra

@@ -35,7 +35,7 @@ from functools import lru_cache
 from typing import Any
 
 from cdclake.schema import Column
-from cdclake.sources.base import TypeMapper
+from cdclake.spi.types import TypeMapper
 
 # Delta type of NUMBER without precision (and FLOAT(p), REAL, DOUBLE PRECISION): variable scale has
 # no Spark equivalent, so a fixed DECIMAL(38, s) is the policy (values round to 10 decimals).

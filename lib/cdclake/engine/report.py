@@ -1,7 +1,7 @@
 """``cdclake report``: one self-contained HTML page on a pipeline's health.
 
 Everything is read from the control tables with small Spark aggregates (never a whole table to
-the driver): the last ``N`` runs, per-table state/position/rows (:meth:`Pipeline.status`), the dead
+the driver): the last ``N`` runs, per-table state/position/rows (:func:`~cdclake.engine.status.table_status`), the dead
 letters per table and the newest few, transactions abandoned by a frame source (``transactions``
 rows with status ``abandoned``), and, when those tables exist, the latest data-quality results
 (``_cdclake/quality``) and reconcile results (``_cdclake/reconcile``).
@@ -37,11 +37,12 @@ from markupsafe import Markup, escape
 from cdclake.engine.events import WINDOW_MARKER_OP
 from cdclake.engine.inflight import ABANDONED
 from cdclake.engine.lake import is_delta_table, read_delta
+from cdclake.engine.status import table_status
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from cdclake.engine.pipeline import Pipeline
+    from cdclake.engine.context import PipelineContext
 
 log = logging.getLogger(__name__)
 DEFAULT_RUNS = 50
@@ -352,15 +353,14 @@ def _reconcile(spark: SparkSession, path: str | None) -> dict[str, dict[str, Any
     return {r.source_table: r.asDict() for r in rows}
 
 
-def gather(pipeline: Pipeline, runs: int = DEFAULT_RUNS) -> ReportData:
+def gather(ctx: PipelineContext, runs: int = DEFAULT_RUNS) -> ReportData:
     """Collect the report's aggregates (a handful of small Spark jobs)."""
-    spark, layout = pipeline.spark, pipeline.layout
+    spark, layout = ctx.spark, ctx.layout
     data = ReportData(
-        pipeline=pipeline.config.pipeline, source_type=pipeline.config.source.type,
-        lake_root=_public_root(pipeline.config.lake.root),
+        pipeline=ctx.name, source_type=ctx.config.source.type, lake_root=_public_root(ctx.config.lake.root),
         generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"), runs_limit=runs,
     )
-    data.tables = pipeline.status()
+    data.tables = table_status(ctx)
     data.runs = _runs(spark, layout.runs, runs)
     names = [t["source_table"] for t in data.tables]
     windows = {int(r["window_id"]) for r in data.runs
@@ -482,7 +482,7 @@ run. Hover a point for its run.</p>
 
 <h2 id="abandoned">Abandoned transactions</h2>
 {% if d.abandoned is none %}<p class="empty">no abandoned transactions: this pipeline records none (only sources
-that buffer open transactions across windows, e.g. Oracle, abandon one past its retention)</p>
+that carry open transactions across windows abandon one past its retention)</p>
 {% elif not d.abandoned_total %}<p class="empty">no abandoned transactions</p>{% else %}
 <p><span class="bad">{{ d.abandoned_total }}</span> transaction(s) were open longer than the retention and were
 discarded: their changes are not in the lake (backfill the tables named).</p>
@@ -533,10 +533,10 @@ def render(data: ReportData) -> str:
                            quality_failed=quality_failed)
 
 
-def write_report(pipeline: Pipeline, out: str | Path, runs: int = DEFAULT_RUNS) -> Path:
+def write_report(ctx: PipelineContext, out: str | Path, runs: int = DEFAULT_RUNS) -> Path:
     """Gather, render and write the page to ``out``; returns the path written."""
     path = Path(out)
-    page = render(gather(pipeline, runs))
+    page = render(gather(ctx, runs))
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")

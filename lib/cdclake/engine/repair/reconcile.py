@@ -22,7 +22,7 @@ Like GoldenGate Veridata, in three steps, all in Spark (only small results reach
    If mining still had not reached the source's read position (``lake_behind``), a difference may
    be a change not mined yet: mine, then reconcile again (a repair is safe either way).
 
-``repair`` then backfills the differing keys (:meth:`Pipeline.backfill` with ``key IN (...)``
+``repair`` then backfills the differing keys (:func:`~.backfill.run_backfill` with ``key IN (...)``
 filters, 500 keys each: sequenced at the read position, so newer mined changes win and deleted
 rows stay deleted) and compares those keys again. Key values are written as literals the source's
 SQL and Spark SQL read alike (:meth:`TypeMapper.filter_literal_kind`,
@@ -37,7 +37,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
@@ -45,6 +44,8 @@ from typing import TYPE_CHECKING, Any
 
 from cdclake.engine.control import TABLE_STREAMING, TableState, utcnow
 from cdclake.engine.lake import ensure_table, quote
+from cdclake.engine.repair.backfill import run_backfill
+from cdclake.engine.repair.common import read_start, streaming_state
 from cdclake.engine.target import typed_select
 from cdclake.errors import CdcError
 from cdclake.schema import TableSchema
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column as SparkColumn
     from pyspark.sql import DataFrame
 
-    from cdclake.engine.pipeline import Pipeline
+    from cdclake.engine.context import PipelineContext
 
 ONLY_IN_SOURCE, ONLY_IN_LAKE, DIFFERENT = "only_in_source", "only_in_lake", "different"
 KINDS = (ONLY_IN_SOURCE, ONLY_IN_LAKE, DIFFERENT)
@@ -101,7 +102,7 @@ def sql_literal(kind: str | None, value: Any) -> str | None:
             return format(value, "f")  # never an exponent: 1E+3 is a double in Spark SQL
         return None
     if kind == "string":
-        # A quote or backslash has no escape both read alike (Spark: \' ; Oracle, ANSI: '').
+        # A quote or backslash has no escape both read alike (Spark: \' ; ANSI SQL: '').
         if isinstance(value, str) and "'" not in value and "\\" not in value:
             return f"'{value}'"
         return None
@@ -227,73 +228,55 @@ class ReconcileReport:
 # ---- the run -------------------------------------------------------------------------------------
 
 
-def reconcile(pipeline: Pipeline, tables: Sequence[str] | None = None, chunks: int = DEFAULT_CHUNKS,
+def reconcile(ctx: PipelineContext, tables: Sequence[str] | None = None, chunks: int = DEFAULT_CHUNKS,
               max_keys: int = DEFAULT_MAX_KEYS, repair: bool = False, confirm: bool = True,
               confirm_wait_s: float = 0.0) -> ReconcileReport:
-    """Reconcile ``tables`` (default: every streaming table) of ``pipeline``; see the module doc."""
-    from cdclake.engine.pipeline import RunReport
-
+    """Reconcile ``tables`` (default: every streaming table) of ``ctx``'s pipeline; see the module doc."""
     if chunks < 1 or max_keys < 1:
         raise CdcError("--chunks and --max-keys must be at least 1", "pass positive numbers")
-    run = RunReport(uuid.uuid4().hex[:12], "reconcile")
-    pipeline._ensure_control()
     results: list[TableReconcile] = []
-    try:
-        states = pipeline.control.table_states()
+    with ctx.runs.run("reconcile", locked=False) as run:
+        states = ctx.control.table_states()
         names = list(tables) if tables else sorted(t for t, s in states.items() if s.status == TABLE_STREAMING)
         for table in names:
-            state = states.get(table)
-            if state is None or state.status != TABLE_STREAMING:
-                raise CdcError(f"{table} is not a streaming table of pipeline {pipeline.config.pipeline} "
-                               f"(state: {state.status if state else 'never snapshotted'})",
-                               "reconcile a table that has been snapshotted (cdclake status lists them)")
+            streaming_state(ctx, table, "reconcile", states)
         run.tables = names
         for table in names:
-            result = _reconcile_table(pipeline, table, chunks, max_keys, repair, confirm, confirm_wait_s)
+            result = _reconcile_table(ctx, table, chunks, max_keys, repair, confirm, confirm_wait_s)
             results.append(result)
             run.rows_by_table[table] = result.source_rows
-        _record(pipeline, run.run_id, results)
-    except Exception as exc:
-        pipeline._log_run(run, "failed", str(exc)[:4000])
-        raise
-    pipeline._log_run(run, "ok", None)
+        _record(ctx, run.run_id, results)
     return ReconcileReport(run.run_id, results, run.duration_s)
 
 
-def _schema(pipeline: Pipeline, table: str) -> tuple[TableSchema, Any]:
+def _schema(ctx: PipelineContext, table: str) -> tuple[TableSchema, Any]:
     """The table's schema (source now, checked against the lake's) and the source position the
     next ``snapshot_read`` reads at."""
-    entry = pipeline.control.latest_per_table(pipeline.control.history()).get(table)
-    start = pipeline.source.snapshot_start([table])
-    current = start.schemas[table]
-    if entry is None or entry.schema is None or [(c.name, c.spark_type) for c in entry.schema.columns] != [
-            (c.name, c.spark_type) for c in current.columns]:
-        raise CdcError(f"the source's definition of {table} differs from the lake's (a DDL mining has not "
-                       "applied yet)", "run 'cdclake mine' until the table is caught up, then reconcile")
-    return current, start.position
+    _, start = read_start(ctx, table, "reconcile")
+    return start.schemas[table], start.position
 
 
-def _key_columns(pipeline: Pipeline, schema: TableSchema) -> list[KeyColumn]:
-    keys = pipeline._key_columns(schema)
-    return [KeyColumn(k, pipeline.source.filter_identifier(schema.column(k).name),
-                      pipeline.source.types.filter_literal_kind(schema.column(k))) for k in keys]
+def _key_columns(ctx: PipelineContext, schema: TableSchema) -> list[KeyColumn]:
+    keys = ctx.key_columns(schema)
+    return [KeyColumn(k, ctx.source.filter_identifier(schema.column(k).name),
+                      ctx.source.types.filter_literal_kind(schema.column(k))) for k in keys]
 
 
-def _reconcile_table(pipeline: Pipeline, table: str, chunks: int, max_keys: int, repair: bool, confirm: bool,
+def _reconcile_table(ctx: PipelineContext, table: str, chunks: int, max_keys: int, repair: bool, confirm: bool,
                      confirm_wait_s: float) -> TableReconcile:
     from pyspark import StorageLevel
 
-    schema, read_at = _schema(pipeline, table)
-    key_cols = _key_columns(pipeline, schema)
+    schema, read_at = _schema(ctx, table)
+    key_cols = _key_columns(ctx, schema)
     if repair:
         check_writable(table, key_cols)  # refuse before the long compare, not after
     keys = [c.name for c in key_cols]
     result = TableReconcile(table, keys, source_position=read_at.describe())
-    src_full = _source_rows(pipeline, schema, None)
+    src_full = _source_rows(ctx, schema, None)
     types = {f.name: f.dataType for f in src_full.schema.fields}
     src = _narrow(src_full, schema, keys).persist(StorageLevel.MEMORY_AND_DISK)
-    state = pipeline.control.table_states()[table]
-    lake = _narrow(_lake_rows(pipeline, table, schema, types), schema, keys).persist(StorageLevel.MEMORY_AND_DISK)
+    state = ctx.control.table_states()[table]
+    lake = _narrow(_lake_rows(ctx, table, schema, types), schema, keys).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         # Counting fills both caches: the source is read once, whatever follows.
         n_src, n_lake = src.count(), lake.count()
@@ -305,7 +288,7 @@ def _reconcile_table(pipeline: Pipeline, table: str, chunks: int, max_keys: int,
         result.chunks_mismatched = len(mismatched)
         if not mismatched:
             result.lake_behind = state.ordinal < read_at.ordinal
-            result.lake_position = pipeline.source.position_from_dict(state.position).describe()
+            result.lake_position = ctx.source.position_from_dict(state.position).describe()
             return result
         diff = _compare(src.where(chunk.isin(mismatched)), lake.where(chunk.isin(mismatched)), len(keys))
         diff = diff.where("kind IS NOT NULL").persist(StorageLevel.MEMORY_AND_DISK)
@@ -321,8 +304,8 @@ def _reconcile_table(pipeline: Pipeline, table: str, chunks: int, max_keys: int,
     result.truncated = sum(counts.values()) > len(listed)
     found = {_key_of(r, len(keys)): r for r in listed}
     if confirm:
-        state = _wait_for_lake(pipeline, table, read_at.ordinal, confirm_wait_s) or state
-        now = _recheck(pipeline, table, key_cols, list(found))
+        state = _wait_for_lake(ctx, table, read_at.ordinal, confirm_wait_s) or state
+        now = _recheck(ctx, table, key_cols, list(found))
         kinds: dict[tuple[Any, ...], str] = {}
         for key, first in found.items():
             again = now.get(key)
@@ -340,7 +323,7 @@ def _reconcile_table(pipeline: Pipeline, table: str, chunks: int, max_keys: int,
     else:
         kinds = {key: r["kind"] for key, r in found.items()}
     result.lake_behind = state.ordinal < read_at.ordinal
-    result.lake_position = pipeline.source.position_from_dict(state.position).describe()
+    result.lake_position = ctx.source.position_from_dict(state.position).describe()
     for key, kind in kinds.items():
         result.keys[kind].append(_key_dict(keys, key))
     if result.lake_behind and result.differing:
@@ -352,23 +335,23 @@ def _reconcile_table(pipeline: Pipeline, table: str, chunks: int, max_keys: int,
                            f"backfill the table or a key range (cdclake backfill --table {table} [--where ...]) "
                            "or reconcile again with a larger --max-keys")
         else:
-            _repair(pipeline, table, key_cols, list(kinds), result)
+            _repair(ctx, table, key_cols, list(kinds), result)
     return result
 
 
-def _source_rows(pipeline: Pipeline, schema: TableSchema, where: str | None) -> DataFrame:
+def _source_rows(ctx: PipelineContext, schema: TableSchema, where: str | None) -> DataFrame:
     """Source rows (read at the last ``snapshot_start``) converted exactly as the lake converts them."""
-    source = pipeline.source
-    return source.snapshot_read(pipeline.spark, schema, where).selectExpr(*typed_select(source.types, schema))
+    source = ctx.source
+    return source.snapshot_read(ctx.spark, schema, where).selectExpr(*typed_select(source.types, schema))
 
 
-def _lake_rows(pipeline: Pipeline, table: str, schema: TableSchema, types: dict[str, Any]) -> DataFrame:
+def _lake_rows(ctx: PipelineContext, table: str, schema: TableSchema, types: dict[str, Any]) -> DataFrame:
     """The target's live rows, columns as the source frame has them (a widened Delta type hashes
     differently, so it is cast back)."""
     from pyspark.sql import functions as F
 
-    lake = pipeline.spark.read.format("delta").load(pipeline.layout.target(table))
-    if pipeline.targets.soft:
+    lake = ctx.spark.read.format("delta").load(ctx.layout.target(table))
+    if ctx.targets.soft:
         lake = lake.where("NOT `__deleted`")
     dtypes = {f.name: f.dataType for f in lake.schema.fields}
     return lake.select(*[
@@ -456,17 +439,17 @@ def _key_dict(names: list[str], key: tuple[Any, ...]) -> dict[str, Any]:
     return dict(zip(names, key, strict=True))
 
 
-def _wait_for_lake(pipeline: Pipeline, table: str, ordinal: int, timeout_s: float) -> TableState | None:
+def _wait_for_lake(ctx: PipelineContext, table: str, ordinal: int, timeout_s: float) -> TableState | None:
     """Wait up to ``timeout_s`` for mining (another process) to move ``table`` to ``ordinal``."""
     deadline = time.time() + timeout_s
     while True:
-        state = pipeline.control.table_states().get(table)
+        state = ctx.control.table_states().get(table)
         if state is None or state.ordinal >= ordinal or time.time() >= deadline:
             return state
         time.sleep(min(10.0, max(0.5, deadline - time.time())))
 
 
-def _recheck(pipeline: Pipeline, table: str, key_cols: list[KeyColumn], keys: list[tuple[Any, ...]]
+def _recheck(ctx: PipelineContext, table: str, key_cols: list[KeyColumn], keys: list[tuple[Any, ...]]
              ) -> dict[tuple[Any, ...], tuple[Any, Any, Any, Any, str | None]]:
     """Read ``keys`` again from both sides now: key -> (source rows, source hash, lake rows, lake
     hash, kind or None when equal); a key neither side has is absent."""
@@ -474,17 +457,17 @@ def _recheck(pipeline: Pipeline, table: str, key_cols: list[KeyColumn], keys: li
 
     if not keys:
         return {}
-    schema, _ = _schema(pipeline, table)  # a new read position: the source as it is now
+    schema, _ = _schema(ctx, table)  # a new read position: the source as it is now
     names = [c.name for c in key_cols]
     try:
         where: str | None = " OR ".join(f"({f})" for f in key_filters(table, key_cols, keys))
     except CdcError:
         where = None  # no filter for some key: read the table, keep the keys by join
-    src_full = _source_rows(pipeline, schema, where)
+    src_full = _source_rows(ctx, schema, where)
     types = {f.name: f.dataType for f in src_full.schema.fields}
     src = _narrow(src_full, schema, names)
-    lake = _narrow(_lake_rows(pipeline, table, schema, types), schema, names)
-    wanted = pipeline.spark.createDataFrame(
+    lake = _narrow(_lake_rows(ctx, table, schema, types), schema, names)
+    wanted = ctx.spark.createDataFrame(
         [list(k) for k in keys], schema=src.select(*[_k(i) for i in range(len(names))]).schema)
     wanted = F.broadcast(wanted.select(*[F.col(_k(i)).alias(f"__w{i}") for i in range(len(names))]))
     on = [F.col(_k(i)).eqNullSafe(F.col(f"__w{i}")) for i in range(len(names))]
@@ -492,14 +475,14 @@ def _recheck(pipeline: Pipeline, table: str, key_cols: list[KeyColumn], keys: li
     return {_key_of(r, len(names)): (r["__sn"], r["__sh"], r["__ln"], r["__lh"], r["kind"]) for r in rows}
 
 
-def _repair(pipeline: Pipeline, table: str, key_cols: list[KeyColumn], keys: list[tuple[Any, ...]],
+def _repair(ctx: PipelineContext, table: str, key_cols: list[KeyColumn], keys: list[tuple[Any, ...]],
             result: TableReconcile) -> None:
     """Backfill ``keys`` (every filter is built first: a key that cannot be written changes nothing),
     then compare them again."""
     filters = key_filters(table, key_cols, keys)
     for where in filters:
-        pipeline.backfill(table, where)
-    after = _recheck(pipeline, table, key_cols, keys)
+        run_backfill(ctx, table, where)
+    after = _recheck(ctx, table, key_cols, keys)
     names = [c.name for c in key_cols]
     result.remaining = dict.fromkeys(KINDS, 0)
     result.remaining_keys = {k: [] for k in KINDS}
@@ -510,11 +493,11 @@ def _repair(pipeline: Pipeline, table: str, key_cols: list[KeyColumn], keys: lis
     result.repaired = True
 
 
-def _record(pipeline: Pipeline, run_id: str, results: list[TableReconcile]) -> None:
+def _record(ctx: PipelineContext, run_id: str, results: list[TableReconcile]) -> None:
     """Append the run's per-table results to ``_cdclake/reconcile`` (for reports), in one commit."""
     if not results:
         return
-    ensure_table(pipeline.spark, pipeline.layout.reconcile, RECONCILE_DDL)
+    ensure_table(ctx.spark, ctx.layout.reconcile, RECONCILE_DDL)
     rows = []
     for r in results:
         sample = {k: v[:SAMPLE_KEYS_KEPT] for k, v in r.keys.items()}
@@ -525,8 +508,8 @@ def _record(pipeline: Pipeline, run_id: str, results: list[TableReconcile]) -> N
                      "lake_rows": r.lake_rows, "only_in_source": r.counts[ONLY_IN_SOURCE],
                      "only_in_lake": r.counts[ONLY_IN_LAKE], "different": r.counts[DIFFERENT],
                      "repaired": r.repaired and r.ok, "sample_keys": json.dumps(sample, default=str)})
-    pipeline.spark.createDataFrame(rows, schema=RECONCILE_DDL).write.format("delta").mode("append").save(
-        pipeline.layout.reconcile)
+    ctx.spark.createDataFrame(rows, schema=RECONCILE_DDL).write.format("delta").mode("append").save(
+        ctx.layout.reconcile)
 
 
 __all__ = ["KeyColumn", "ReconcileReport", "TableReconcile", "check_writable", "key_filters", "reconcile",

@@ -18,7 +18,7 @@ one piece of code here. Nothing in this module knows a particular database.
 >>> cur.next()
 Traceback (most recent call last):
     ...
-cdclake.sources.sqltokens.SqlParseError: unexpected end of statement
+cdclake.sqltokens.SqlParseError: unexpected end of statement
 """
 
 from __future__ import annotations

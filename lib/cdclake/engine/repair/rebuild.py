@@ -24,90 +24,83 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from cdclake.engine.backfill import APPLIED, PLANNED, Backfill, unfinished
-from cdclake.engine.control import (
-    SKIPPED,
-    TABLE_STREAMING,
-    WINDOW_APPLIED,
-    WINDOW_CANCELLED,
-    HistoryEntry,
-    TableState,
-    WindowState,
-)
-from cdclake.engine.events import META_DELETED, SEQ_SPAN, WINDOW_MARKER_OP, commit_ordinal_of
+from cdclake.engine.apply import WindowApplier
+from cdclake.engine.control import TABLE_STREAMING, TableState, WindowState
+from cdclake.engine.events import META_DELETED, SEQ_SPAN, commit_ordinal_of
+from cdclake.engine.faults import crash_point
+from cdclake.engine.history import schema_at, window_ddl
 from cdclake.engine.lake import (
     commit_tag,
     commit_tags,
     delta_ref,
-    hadoop_delete,
     history_path,
     idempotent_write,
     is_delta_table,
     quote,
     read_delta,
-    sql_str,
 )
-from cdclake.engine.lock import pipeline_lock
+from cdclake.engine.mining import window_open
+from cdclake.engine.repair.common import APPLIED, PLANNED, Backfill, streaming_state, unfinished
 from cdclake.errors import CdcError
+from cdclake.hadoopfs import hadoop_delete
 from cdclake.schema import TableSchema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from cdclake.engine.pipeline import Pipeline, RunReport
+    from cdclake.engine.context import PipelineContext
+    from cdclake.engine.runs import RunReport
 
 BASED = "based"  # the staging copy holds the base; windows replay into it
 
 
-def rebuild(pipeline: Pipeline, report: RunReport, table: str, from_window: int | None) -> Backfill:
+def rebuild(ctx: PipelineContext, report: RunReport, table: str, from_window: int | None) -> Backfill:
     """Rebuild ``table``'s target from its last snapshot (or from window ``from_window``) and bronze."""
-    from cdclake.engine.pipeline import crash_point
-
-    b = unfinished(pipeline, table, mode="rebuild", from_window=from_window)
+    b = unfinished(ctx, table, mode="rebuild", from_window=from_window)
     if b is None:
-        b = _plan(pipeline, table, from_window)
+        b = _plan(ctx, table, from_window)
     staging = b.detail["staging"]
     report.start = f"target version {b.detail['base_version']}"
     if b.status == PLANNED:
-        _write_base(pipeline, b, staging)
-        b.record(pipeline, BASED)
+        _write_base(ctx, b, staging)
+        b.record(ctx, BASED)
         crash_point("rebuild_based")
-    _replay(pipeline, b, staging)  # no lock: mining goes on
-    with pipeline_lock(pipeline.spark, pipeline.layout.lock, report.run_id):
-        last = pipeline.control.last_window()
-        if last is not None and last.status not in (WINDOW_APPLIED, WINDOW_CANCELLED):
+    _replay(ctx, b, staging)  # no lock: mining goes on
+    with ctx.runs.lock(report):
+        last = ctx.control.last_window()
+        if window_open(last):
+            assert last is not None
             raise CdcError(f"window {last.window_id} is not finished, so {table} cannot be swapped now",
                            "run 'cdclake mine' until it completes, then run the same rebuild again (it resumes)")
-        through = _replay(pipeline, b, staging)
+        through = _replay(ctx, b, staging)
         crash_point("rebuild_replayed")
-        _swap(pipeline, b, staging, through)
+        _swap(ctx, b, staging, through)
         crash_point("rebuild_swapped")
-        b.record(pipeline, APPLIED, through=through)
+        b.record(ctx, APPLIED, through=through)
     report.window_id = through
     report.end = f"window {through}"
     report.tables = [table]
-    report.rows_by_table = {table: read_delta(pipeline.spark, pipeline.layout.target(table)).count()}
+    report.rows_by_table = {table: read_delta(ctx.spark, ctx.layout.target(table)).count()}
     for path in (staging, history_path(staging)):
-        hadoop_delete(pipeline.spark, path)
+        hadoop_delete(ctx.spark, path)
     return b
 
 
 # ---- plan ------------------------------------------------------------------------------------------
 
 
-def _plan(pipeline: Pipeline, table: str, from_window: int | None) -> Backfill:
-    state = pipeline.control.table_states().get(table)
-    path = pipeline.layout.target(table)
-    if state is None or state.status != TABLE_STREAMING or not is_delta_table(pipeline.spark, path):
-        raise CdcError(f"{table} is not a streaming table of pipeline {pipeline.config.pipeline} "
-                       f"(state: {state.status if state else 'never snapshotted'})",
-                       "rebuild a table that has been snapshotted; a new table needs 'cdclake snapshot'")
-    snapshots = [e for e in pipeline.control.history() if e.table == table and e.kind == "snapshot"]
+def _plan(ctx: PipelineContext, table: str, from_window: int | None) -> Backfill:
+    streaming_state(ctx, table, "rebuild")
+    path = ctx.layout.target(table)
+    if not is_delta_table(ctx.spark, path):
+        raise CdcError(f"{table} has no target table at {path}", "re-snapshot it: "
+                       f"'cdclake snapshot --config <file> --tables '{table}' --force'")
+    snapshots = [e for e in ctx.control.history() if e.table == table and e.kind == "snapshot"]
     if not snapshots:
         raise CdcError(f"the schema history has no snapshot of {table}", "re-snapshot it: "
                        f"'cdclake snapshot --config <file> --tables '{table}' --force'")
     floor = commit_ordinal_of(max(e.seq for e in snapshots))
-    base = base_version(commit_tags(pipeline.spark, path), from_window)
+    base = base_version(commit_tags(ctx.spark, path), from_window)
     if base is None:
         raise CdcError(
             f"the Delta log of {path} no longer shows " + (
@@ -116,15 +109,15 @@ def _plan(pipeline: Pipeline, table: str, from_window: int | None) -> Backfill:
             f"--tables '{table}' --force' (the log keeps delta.logRetentionDuration, 30 days by default)")
     history_base = None
     hist = history_path(path)
-    if pipeline.targets.keep_history and is_delta_table(pipeline.spark, hist):
-        history_base = base_version(commit_tags(pipeline.spark, hist), from_window)
+    if ctx.targets.keep_history and is_delta_table(ctx.spark, hist):
+        history_base = base_version(commit_tags(ctx.spark, hist), from_window)
     b = Backfill(uuid.uuid4().hex[:12], table, PLANNED, {
         "mode": "rebuild", "from_window": from_window, "base_version": base, "history_base": history_base,
-        "floor": floor, "staging": f"{pipeline.layout.control}/staging/rebuild={uuid.uuid4().hex[:12]}",
+        "floor": floor, "staging": f"{ctx.layout.control}/staging/rebuild={uuid.uuid4().hex[:12]}",
         "replayed": 0,
     })
-    _windows(pipeline, b)  # refuse now what cannot be replayed
-    b.record(pipeline, PLANNED)
+    _windows(ctx, b)  # refuse now what cannot be replayed
+    b.record(ctx, PLANNED)
     return b
 
 
@@ -161,19 +154,18 @@ def base_version(tags: list[tuple[int, str, dict[str, Any] | None]], from_window
     return (min(later) - 1) if later else tags[-1][0]
 
 
-def _windows(pipeline: Pipeline, b: Backfill) -> list[WindowState]:
+def _windows(ctx: PipelineContext, b: Backfill) -> list[WindowState]:
     """The applied windows still to replay, checked to be in bronze and free of renames of the table."""
     floor = int(b.detail["floor"])
     first = b.detail["from_window"] or 1
     done = int(b.detail.get("replayed") or 0)
-    windows = [w for w, _ in pipeline.control.applied_windows()
-               if w.window_id >= first and w.window_id > done and pipeline.source.position_from_dict(
+    windows = [w for w, _ in ctx.control.applied_windows()
+               if w.window_id >= first and w.window_id > done and ctx.source.position_from_dict(
                    w.end).ordinal > floor]  # type: ignore[arg-type]
     if not windows:
         return []
     ids = [w.window_id for w in windows]
-    present = {r.window_id for r in read_delta(pipeline.spark, pipeline.layout.bronze).where(
-        f"op = '{WINDOW_MARKER_OP}' AND window_id BETWEEN {min(ids)} AND {max(ids)}").select("window_id").collect()}
+    present = ctx.bronze.windows_present(min(ids), max(ids))
     missing = [w for w in ids if w not in present]
     if missing:
         raise CdcError(
@@ -182,7 +174,7 @@ def _windows(pipeline: Pipeline, b: Backfill) -> list[WindowState]:
             f"re-mine them into bronze first if the source still has the logs ('cdclake backfill --mode remine "
             f"--window {missing[0]}-{missing[-1]}'), or rebuild from a later window (--from-window "
             f"{missing[-1] + 1})")
-    renames = [e for e in pipeline.control.history(f"window_id >= {min(ids)}")
+    renames = [e for e in ctx.control.history(f"window_id >= {min(ids)}")
                if e.renamed_from and b.table in (e.table, e.renamed_from)]
     if renames:
         e = renames[0]
@@ -199,33 +191,26 @@ def _ranges(ids: list[int]) -> str:
 # ---- base, replay, swap -------------------------------------------------------------------------------
 
 
-def _schema_at(entries: list[HistoryEntry], table: str, floor_seq: int, window_id: int) -> HistoryEntry | None:
-    """The table's schema entry in force when window ``window_id`` starts (snapshots after the floor are not)."""
-    valid = [e for e in entries if e.table == table and e.kind != SKIPPED and (
-        (e.window_id is None and e.seq <= floor_seq) or (e.window_id is not None and e.window_id < window_id))]
-    return max(valid, key=lambda e: (e.seq, e.version), default=None)
-
-
-def _write_base(pipeline: Pipeline, b: Backfill, staging: str) -> None:
-    spark = pipeline.spark
-    path = pipeline.layout.target(b.table)
-    entries = pipeline.control.history()
+def _write_base(ctx: PipelineContext, b: Backfill, staging: str) -> None:
+    spark = ctx.spark
+    path = ctx.layout.target(b.table)
+    entries = ctx.control.history()
     floor_seq = (int(b.detail["floor"]) + 1) * SEQ_SPAN - 1
-    entry = _schema_at(entries, b.table, floor_seq, b.detail["from_window"] or 1)
+    entry = schema_at(entries, b.table, floor_seq, b.detail["from_window"] or 1)
     if entry is None or entry.schema is None:
         raise CdcError(f"no schema of {b.table} is recorded before the rebuild's first window",
                        "rebuild from the beginning (without --from-window)")
-    base = _time_travel(pipeline, path, int(b.detail["base_version"]))
-    pipeline.targets.create(staging, entry.schema, replace=True)
+    base = _time_travel(ctx, path, int(b.detail["base_version"]))
+    ctx.targets.create(staging, entry.schema, replace=True)
     columns = read_delta(spark, staging).columns
     base.select(*[quote(c) for c in columns]).write.format("delta").mode("append").save(staging)
-    if not pipeline.targets.keep_history:
+    if not ctx.targets.keep_history:
         return
     hist = history_path(staging)
     if b.detail.get("history_base") is not None:
-        first = _time_travel(pipeline, history_path(path), int(b.detail["history_base"]))
+        first = _time_travel(ctx, history_path(path), int(b.detail["history_base"]))
     else:  # a new history table: the base rows are the first versions
-        first = base.where(f"NOT `{META_DELETED}`") if pipeline.targets.soft else base
+        first = base.where(f"NOT `{META_DELETED}`") if ctx.targets.soft else base
     hist_columns = read_delta(spark, hist).columns
     first = first.selectExpr(*[quote(c) if c in first.columns else
                                (f"false AS {quote(c)}" if c == META_DELETED else f"NULL AS {quote(c)}")
@@ -233,9 +218,9 @@ def _write_base(pipeline: Pipeline, b: Backfill, staging: str) -> None:
     first.write.format("delta").mode("append").save(hist)
 
 
-def _time_travel(pipeline: Pipeline, path: str, version: int) -> DataFrame:
+def _time_travel(ctx: PipelineContext, path: str, version: int) -> DataFrame:
     try:
-        df = pipeline.spark.read.format("delta").option("versionAsOf", version).load(path)
+        df = ctx.spark.read.format("delta").option("versionAsOf", version).load(path)
         df.limit(1).collect()  # missing files show here, not half-way through the write
         return df
     except Exception as exc:
@@ -245,47 +230,46 @@ def _time_travel(pipeline: Pipeline, path: str, version: int) -> DataFrame:
                        ) from exc
 
 
-def _replay(pipeline: Pipeline, b: Backfill, staging: str) -> int:
+def _replay(ctx: PipelineContext, b: Backfill, staging: str) -> int:
     """Apply the windows not replayed yet to the staging copy; the last window replayed."""
-    windows = _windows(pipeline, b)
-    entries = pipeline.control.history()
+    windows = _windows(ctx, b)
+    entries = ctx.control.history()
     floor = int(b.detail["floor"])
     floor_seq = (floor + 1) * SEQ_SPAN - 1
     state = TableState(b.table, TABLE_STREAMING, {}, floor, None, None)
-    app_id = f"cdclake:{pipeline.config.pipeline}:rebuild:{b.backfill_id}"
-    bronze = read_delta(pipeline.spark, pipeline.layout.bronze)
+    app_id = ctx.app_id("rebuild", b.backfill_id)
+    applier = WindowApplier(ctx)
     for w in windows:
         wid = w.window_id
-        rows = bronze.where(f"window_id = {wid} AND source_table = '{sql_str(b.table)}' "
-                            f"AND op <> '{WINDOW_MARKER_OP}'")
+        rows = ctx.bronze.changes(wid, b.table)
         truncates = sorted(int(r.seq) for r in rows.where("op = 't'").select("seq").collect())
-        ddl = [e for e in entries if e.window_id == wid and e.table == b.table and e.kind != SKIPPED]
-        pipeline._apply_table(w, b.table, rows, truncates, ddl, _schema_at(entries, b.table, floor_seq, wid),
-                              state, True, None, path=staging, app_id=app_id)
-        b.record(pipeline, BASED, replayed=wid)
+        applier.apply_table(w, b.table, rows, truncates, window_ddl(entries, wid, b.table),
+                            schema_at(entries, b.table, floor_seq, wid), state, True, None, path=staging,
+                            app_id=app_id)
+        b.record(ctx, BASED, replayed=wid)
     return int(b.detail.get("replayed") or 0)
 
 
-def _swap(pipeline: Pipeline, b: Backfill, staging: str, through: int) -> None:
+def _swap(ctx: PipelineContext, b: Backfill, staging: str, through: int) -> None:
     """Make the target equal the staging copy with one MERGE of the differences; replace the history."""
-    spark = pipeline.spark
-    path = pipeline.layout.target(b.table)
-    app_id = f"cdclake:{pipeline.config.pipeline}:rebuild:{b.backfill_id}:swap"
+    spark = ctx.spark
+    path = ctx.layout.target(b.table)
+    app_id = ctx.app_id("rebuild", b.backfill_id, "swap")
     staged = read_delta(spark, staging)
     current = read_delta(spark, path).columns
     if sorted(staged.columns) != sorted(current):
         raise CdcError(f"the rebuilt {b.table} has columns {sorted(staged.columns)} but its target has "
                        f"{sorted(current)}", "the schema history and the target disagree: re-snapshot the table "
                        "with 'cdclake snapshot --tables <regex> --force'")
-    keys = [c for c in pipeline._key_columns(_latest_schema(pipeline, b.table)) if c in current]
+    keys = [c for c in ctx.key_columns(_latest_schema(ctx, b.table)) if c in current]
     view = f"cdclake_rebuild_{b.backfill_id}"
     staged.createOrReplaceTempView(view)
     on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in keys)
     same = " AND ".join(f"t.{quote(c)} <=> s.{quote(c)}" for c in current)
     with commit_tag(spark, rebuild=b.backfill_id, through=through):
-        if pipeline.targets.keep_history:
+        if ctx.targets.keep_history:
             staged_history = read_delta(spark, history_path(staging))
-            pipeline.targets.create(path, _latest_schema(pipeline, b.table))  # a new history table, if none
+            ctx.targets.create(path, _latest_schema(ctx, b.table))  # a new history table, if none
             (staged_history.write.format("delta").mode("overwrite").option("txnAppId", app_id + ":history")
              .option("txnVersion", 1).save(history_path(path)))
         with idempotent_write(spark, app_id, 1):
@@ -295,8 +279,8 @@ def _swap(pipeline: Pipeline, b: Backfill, staging: str, through: int) -> None:
     spark.catalog.dropTempView(view)
 
 
-def _latest_schema(pipeline: Pipeline, table: str) -> TableSchema:
-    entry = pipeline.control.latest_per_table(pipeline.control.history()).get(table)
+def _latest_schema(ctx: PipelineContext, table: str) -> TableSchema:
+    entry = ctx.control.latest_entries().get(table)
     if entry is None or entry.schema is None:
         raise CdcError(f"{table} has no schema in the schema history", "re-snapshot the table")
     return entry.schema

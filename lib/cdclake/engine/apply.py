@@ -1,0 +1,248 @@
+"""Apply a window from bronze to the target tables: MERGE in sequence order, cut at barriers.
+
+Per table, the window's changes are cut at *barriers* — its DDL and truncates, in log order — and
+each segment is MERGEd with the schema valid there (:mod:`.target` holds the apply rules). Every data
+commit carries a Delta idempotency id (pipeline/table, window, step), and every barrier done records
+itself on the table, so a re-run after a kill skips what already committed.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from cdclake.engine.control import TABLE_DROPPED, TABLE_STREAMING, TableState, WindowState
+from cdclake.engine.events import SEQ_SPAN
+from cdclake.engine.faults import crash_point
+from cdclake.engine.history import HistoryEntry, before_window, latest_per_table, window_ddl
+from cdclake.engine.lake import commit_tag, is_delta_table
+from cdclake.errors import CdcError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from cdclake.engine.context import PipelineContext
+    from cdclake.engine.runs import RunReport
+    from cdclake.engine.target import ParsedChanges
+    from cdclake.schema import TableSchema
+    from cdclake.spi import Position
+
+MAX_STEPS_PER_WINDOW = 1000  # idempotency version = window * 1000 + step
+
+
+def apply_order(tables: set[str], ddl: list[HistoryEntry]) -> list[str]:
+    """Tables in name order, except that a renamed table's old name comes before its new one: the
+    old table's changes up to the rename must be in its target when the new table copies the rows.
+
+    >>> e = HistoryEntry(9, "db.a", 50, "p", "RENAME TABLE z TO a", "ddl", None, "db.z", {}, 2)
+    >>> apply_order({"db.a", "db.b", "db.z"}, [e])
+    ['db.b', 'db.z', 'db.a']
+    """
+    from graphlib import TopologicalSorter
+
+    graph: dict[str, set[str]] = {t: set() for t in sorted(tables)}
+    for e in ddl:
+        if e.renamed_from and e.renamed_from in tables and e.table in tables:
+            graph[e.table].add(e.renamed_from)
+    sorter = TopologicalSorter(graph)
+    sorter.prepare()
+    order: list[str] = []
+    while sorter.is_active():
+        ready = sorted(sorter.get_ready())
+        order.extend(ready)
+        sorter.done(*ready)
+    return order
+
+
+def barriers(truncates: list[int], ddl: list[HistoryEntry], low: int) -> list[tuple[int, str, HistoryEntry | None]]:
+    """A table's barriers at or after sequence ``low``, in log order; a DDL goes before a truncate at
+    the same sequence.
+
+    >>> e = HistoryEntry(3, "db.t", 20, "p", "ALTER", "ddl", None, None, {}, 1)
+    >>> [(s, k) for s, k, _ in barriers([20, 5], [e], 10)]
+    [(20, 'ddl'), (20, 'truncate')]
+    """
+    out: list[tuple[int, str, HistoryEntry | None]] = [(s, "truncate", None) for s in truncates if s >= low]
+    out += [(e.seq, "ddl", e) for e in ddl if e.seq >= low]
+    out.sort(key=lambda b: (b[0], 0 if b[1] == "ddl" else 1))
+    return out
+
+
+def states_after(states: dict[str, TableState], ddl: list[HistoryEntry], end: Position, window_id: int,
+                 now: float) -> dict[str, TableState]:
+    """Every table's state once window ``window_id`` is applied: at the window's end; created tables
+    streaming, dropped ones dropped, a renamed table's old name dropped where it stood."""
+    as_of = {"as_of": now}
+    out = {t: TableState(t, s.status, end.to_dict(), end.ordinal, window_id, None, {**s.detail, **as_of})
+           for t, s in states.items()}
+    for e in ddl:
+        old = out.get(e.table)
+        out[e.table] = TableState(e.table, TABLE_DROPPED if e.schema is None else TABLE_STREAMING, end.to_dict(),
+                                  end.ordinal, window_id, None, {**(old.detail if old else {}), **as_of})
+        if e.renamed_from and e.renamed_from in out:
+            prev = out[e.renamed_from]
+            out[e.renamed_from] = TableState(prev.table, TABLE_DROPPED, prev.position, prev.ordinal, window_id,
+                                             None, prev.detail)
+    return out
+
+
+class WindowApplier:
+    """Applies bronze windows to target tables (or, for a rebuild, to a staging copy)."""
+
+    def __init__(self, ctx: PipelineContext) -> None:
+        self.ctx = ctx
+        self.spark = ctx.spark
+        self.targets = ctx.targets
+
+    def apply_window(self, window: WindowState, end: Position, states: dict[str, TableState],
+                     report: RunReport) -> dict[str, TableState]:
+        """Apply window ``window`` (in bronze already) to every table it touches; the tables' new states."""
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        wid = window.window_id
+        bronze = self.ctx.bronze.changes(wid).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            truncates: dict[str, list[int]] = {}
+            counts: dict[str, int] = {}
+            per_table = bronze.groupBy("source_table").agg(
+                F.count(F.lit(1)).alias("n"), F.collect_list(F.when(F.col("op") == "t", F.col("seq"))).alias("t"))
+            for r in per_table.collect():
+                counts[r.source_table] = int(r.n)
+                if r.t:
+                    truncates[r.source_table] = sorted(int(seq) for seq in r.t)
+            entries = self.ctx.control.history_through_window(wid)
+            ddl = window_ddl(entries, wid)
+            before = latest_per_table(before_window(entries, wid))
+            for table in apply_order(set(counts) | {e.table for e in ddl}, ddl):
+                renamed_to = {e.seq: e for e in ddl if e.renamed_from == table}
+                with commit_tag(self.spark, window=wid):  # what a rebuild looks for in the target's history
+                    self.apply_table(window, table, bronze, truncates.get(table, []),
+                                     [e for e in ddl if e.table == table], before.get(table), states.get(table),
+                                     report.resumed, renamed_to)
+            if not report.rows_by_table:
+                report.rows_by_table = counts
+            return states_after(states, ddl, end, wid, time.time())
+        finally:
+            bronze.unpersist()
+
+    def apply_table(
+        self,
+        window: WindowState,
+        table: str,
+        bronze: DataFrame,
+        truncates: list[int],
+        ddl: list[HistoryEntry],
+        start_entry: HistoryEntry | None,
+        state: TableState | None,
+        resumed: bool,
+        renamed_to: dict[int, HistoryEntry] | None = None,
+        path: str | None = None,
+        app_id: str | None = None,
+    ) -> None:
+        """Apply ``table``'s changes of ``window`` from ``bronze``, segment by segment between barriers.
+
+        ``start_entry``: the table's schema entry at the window's start; ``renamed_to``: the new name's
+        entry of each rename of ``table`` in this window, by seq; ``path``/``app_id``: another table to
+        apply to (a rebuild's staging copy) and its commit ids.
+        """
+        from cdclake.engine.lake import sql_str
+
+        wid = window.window_id
+        path = path or self.ctx.layout.target(table)
+        floor = state.ordinal if state else -1
+        low = (floor + 1) * SEQ_SPAN  # changes committed at or before the table's position are in already
+        steps = barriers(truncates, ddl, low)
+        schema = start_entry.schema if start_entry else None
+        # Only a resumed window can have barrier steps done already (the marker costs a Delta read).
+        resumable = resumed and any(kind == "ddl" for _, kind, _ in steps) and is_delta_table(self.spark, path)
+        marker = self.targets.applied_marker(path) if resumable else None
+        rows = bronze.where(f"source_table = '{sql_str(table)}' AND op IN ('c', 'u', 'd') AND seq >= {low}")
+        step = 0
+        lo = low - 1
+        app_id = app_id or self.ctx.app_id(table)
+        for seq, kind, entry in [*steps, (None, "end", None)]:
+            segment = rows.where(f"seq > {lo}" + (f" AND seq < {seq}" if seq is not None else ""))
+            step += 1
+            if schema is not None:
+                self._merge_segment(table, path, segment, schema, app_id, wid * MAX_STEPS_PER_WINDOW + step)
+            if kind == "end":
+                break
+            step += 1
+            if step >= MAX_STEPS_PER_WINDOW:
+                raise CdcError(f"window {wid} has too many schema changes/truncates for {table}",
+                               "mine with a smaller --max-events")
+            done = marker is not None and marker >= (wid, step)
+            if kind == "truncate":
+                if is_delta_table(self.spark, path):
+                    self.targets.truncate(path, seq, app_id, wid * MAX_STEPS_PER_WINDOW + step)
+                    crash_point("truncate")
+            elif not done:
+                assert entry is not None and seq is not None
+                moved_to = (renamed_to or {}).get(entry.seq) if entry.schema is None else None
+                self.apply_ddl(path, entry, seq, moved_to)
+                crash_point("ddl")
+                self.targets.set_marker(path, wid, step)
+            if kind == "ddl":
+                assert entry is not None
+                schema = entry.schema
+            lo = seq
+
+    def _merge_segment(self, table: str, path: str, segment: DataFrame, schema: TableSchema, app_id: str,
+                       version: int) -> None:
+        keys = self.ctx.key_columns(schema)
+        parsed = self.targets.parse_changes(segment, schema, keys)
+        try:
+            if parsed.rows:
+                self._reject_undecodable(table, parsed, schema, version)
+                if not is_delta_table(self.spark, path):
+                    self.targets.create(path, schema)
+                self.targets.merge_changes(path, schema, keys, parsed, app_id, version)
+                crash_point("merge")
+        finally:
+            parsed.release()
+
+    def _reject_undecodable(self, table: str, parsed: ParsedChanges, schema: TableSchema, version: int) -> None:
+        """Never merge what does not decode: record it as dead letters and stop the run."""
+        if not parsed.undecodable:
+            return
+        ctx = self.ctx
+        bad = self.targets.undecodable(parsed, schema, ctx.key_columns(schema))
+        ctx.control.dead_letter_write(bad, ctx.app_id(table, "dead"), version)
+        first = bad.orderBy("seq").select("position").first()
+        raise CdcError(
+            f"changes of {table} at {first.position} do not decode with the schema history's schema "
+            f"(version for that position); they are recorded in {ctx.layout.dead_letters}",
+            "the schema history is out of step with the log (a skipped or misparsed DDL): re-snapshot the "
+            "table with 'cdclake snapshot --config <file> --tables <regex> --force'",
+        )
+
+    def apply_ddl(self, path: str, entry: HistoryEntry, seq: int, moved_to: HistoryEntry | None = None) -> None:
+        """Bring the target at ``path`` to ``entry``'s schema (``moved_to``: for a drop that is a rename,
+        the new name's entry)."""
+        ctx, spark = self.ctx, self.spark
+        if entry.schema is None:  # dropped: the mirror empties, history stays in Delta time travel
+            if is_delta_table(spark, path):
+                self.targets.close_history(path, seq)
+                if moved_to is None:
+                    spark.sql(f"DELETE FROM delta.`{path}` WHERE `__seq` < {seq}")
+                else:
+                    # Renamed away: the rows move now, before a table created under the old name later in
+                    # the window empties this target. The new name's step moves again: nothing is left.
+                    assert moved_to.schema is not None
+                    dest = ctx.layout.target(moved_to.table)
+                    if not is_delta_table(spark, dest):
+                        self.targets.create(dest, moved_to.schema)
+                    self.targets.copy_rows(path, dest, seq, ctx.key_columns(moved_to.schema))
+            return
+        self.targets.evolve(path, entry.schema, entry.column_renames, seq)
+        if entry.renamed_from:
+            old_path = ctx.layout.target(entry.renamed_from)
+            if is_delta_table(spark, old_path):
+                self.targets.copy_rows(old_path, path, seq, ctx.key_columns(entry.schema))
+        elif entry.ddl.lstrip().upper().startswith("CREATE"):
+            # A table created again after a drop starts empty.
+            spark.sql(f"DELETE FROM delta.`{path}` WHERE `__seq` < {seq}")
+
+
+__all__ = ["MAX_STEPS_PER_WINDOW", "WindowApplier", "apply_order", "barriers", "states_after"]

@@ -1,0 +1,311 @@
+"""Mining runs: plan a window, mine it into bronze, apply it, checkpoint.
+
+A mining run handles one window:
+
+1. **plan** — start = the lowest table position, end limit = the log end now (or the resumed plan
+   of a window a killed run left unfinished); recorded before anything is read;
+2. **mine** — the source hands the window to a :class:`WindowMiner` (the engine's
+   :class:`~cdclake.spi.WindowSink`): log records are assembled by transaction on the driver
+   (:mod:`.assembler`), log rows in Spark with the in-flight buffer (:mod:`.inflight`); only
+   committed work is kept; DDL goes to the schema history; then the window's rows plus a marker
+   row holding the end position are committed to bronze in one idempotent Delta write;
+3. **apply** — per table, MERGE in sequence order, cut at barriers (:mod:`.apply`);
+4. **checkpoint** — the window and every table's position advance in one commit, after the data.
+
+A kill at any instant leaves a window that the next run finishes with the same bounds.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import timedelta
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from cdclake.engine.apply import WindowApplier
+from cdclake.engine.assembler import EventRow, TransactionAssembler
+from cdclake.engine.control import (
+    TABLE_DROPPED,
+    TABLE_STREAMING,
+    WINDOW_APPLIED,
+    WINDOW_CANCELLED,
+    WINDOW_PLANNED,
+    TableState,
+    WindowState,
+)
+from cdclake.engine.events import BRONZE_COLUMNS, BRONZE_DDL, SEQ_SPAN
+from cdclake.engine.faults import crash_point
+from cdclake.engine.history import HistoryEntry, entries_for_ddl, registry_before
+from cdclake.engine.inflight import InflightBuffer
+from cdclake.engine.quality import QualityChecks
+from cdclake.errors import CdcError
+from cdclake.hadoopfs import hadoop_delete, hadoop_path_exists
+from cdclake.spi import Ddl, LogRecord, MinedWindow, Position, WindowEnd, WindowRequest
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from cdclake.engine.context import PipelineContext
+    from cdclake.engine.runs import RunReport
+
+log = logging.getLogger(__name__)
+
+
+# ---- planning ---------------------------------------------------------------------------------------
+
+
+def live_states(states: dict[str, TableState], pipeline: str) -> dict[str, TableState]:
+    """The tables a window mines for (streaming, and dropped ones a rename may bring back).
+
+    >>> s = TableState("db.t", TABLE_STREAMING, {}, 7, None, None)
+    >>> list(live_states({"db.t": s}, "p"))
+    ['db.t']
+    """
+    live = {t: s for t, s in states.items() if s.status in (TABLE_STREAMING, TABLE_DROPPED)}
+    if not any(s.status == TABLE_STREAMING for s in live.values()):
+        raise CdcError(
+            "no table of this pipeline has a snapshot yet, so there is no position to mine from",
+            f"run 'cdclake snapshot --config <file>' first (pipeline {pipeline})",
+        )
+    return live
+
+
+def next_window(last: WindowState | None, states: dict[str, TableState], end_limit: dict[str, Any],
+                max_events: int | None) -> WindowState:
+    """The window after ``last``: from the lowest streaming table's position up to ``end_limit``.
+
+    >>> a = TableState("db.a", TABLE_STREAMING, {"p": 9}, 9, 3, None)
+    >>> b = TableState("db.b", TABLE_STREAMING, {"p": 5}, 5, 3, None)
+    >>> w = next_window(None, {"db.a": a, "db.b": b}, {"p": 20}, None)
+    >>> w.window_id, w.start, w.end_limit
+    (1, {'p': 5}, {'p': 20})
+    """
+    lowest = min((s for s in states.values() if s.status == TABLE_STREAMING), key=lambda s: s.ordinal)
+    return WindowState(window_id=(last.window_id + 1) if last else 1, status=WINDOW_PLANNED, start=lowest.position,
+                       end_limit=end_limit, max_events=max_events, end=None)
+
+
+def window_open(window: WindowState | None) -> bool:
+    """Whether ``window`` was planned and not finished (a run must finish it first)."""
+    return window is not None and window.status not in (WINDOW_APPLIED, WINDOW_CANCELLED)
+
+
+# ---- the run ----------------------------------------------------------------------------------------
+
+
+def mine(ctx: PipelineContext, report: RunReport, max_events: int | None) -> None:
+    """One mining run under the pipeline lock: plan (or resume), mine, apply, check, checkpoint."""
+    ctx.source.preflight()
+    quality = QualityChecks(ctx)
+    quality.check_config()
+    states = live_states(ctx.control.table_states(), ctx.name)
+    window = ctx.control.last_window()
+    if window_open(window):
+        report.resumed = True
+    else:
+        window = next_window(window, states, ctx.source.current_position().to_dict(), max_events)
+        ctx.control.plan_window(window.window_id, window.start, window.end_limit, max_events, report.run_id)
+        crash_point("planned")
+    assert window is not None
+    report.window_id = window.window_id
+    start = ctx.position(window.start)
+    report.start = start.describe()
+
+    marker = ctx.bronze.marker(window.window_id)
+    if marker is None:
+        ctx.source.check_available(start)
+        end = WindowMiner(ctx, window, states, report).mine()
+    else:
+        end = ctx.position(marker["end"])
+    report.end = end.describe()
+    report.phase("mine")
+    new_states = WindowApplier(ctx).apply_window(window, end, states, report)
+    report.phase("apply")
+    quality.check_window(window.window_id, report)  # a failed gate stops before the checkpoint
+    crash_point("applied")
+    ctx.control.complete_window(window, end.to_dict(), end.ordinal, new_states, report.run_id)
+    report.phase("checkpoint")
+
+
+# ---- one window into bronze -------------------------------------------------------------------------
+
+
+class WindowMiner:
+    """Mines one window into bronze: the :class:`~cdclake.spi.WindowSink` a source hands it to.
+
+    ``bronze_app`` names the bronze commit's idempotency id (a window mined again has its own).
+    """
+
+    def __init__(self, ctx: PipelineContext, window: WindowState, states: dict[str, TableState],
+                 report: RunReport, bronze_app: str = "bronze") -> None:
+        self.ctx = ctx
+        self.spark = ctx.spark
+        self.window = window
+        self.wid = window.window_id
+        self.report = report
+        self.bronze_app = bronze_app
+        self.staging = ctx.layout.staging(self.wid)
+        self.floors = {t: s.ordinal for t, s in states.items()}
+        self.history: list[HistoryEntry] = []
+
+    def mine(self) -> Position:
+        hadoop_delete(self.spark, self.staging)  # rows of a killed attempt
+        registry = registry_before(self.ctx.control.history_through_window(self.wid), self.wid)
+        self.next_version = registry.next_version
+        request = WindowRequest(
+            window_id=self.wid, start=self.ctx.position(self.window.start),
+            end_limit=self.ctx.position(self.window.end_limit), schemas=registry.schemas,
+            versions=registry.versions, next_schema_version=registry.next_version,
+            max_events=self.window.max_events, floors=self.floors, staging=f"{self.staging}/source",
+        )
+        return self.ctx.source.mine_window(self.spark, request, self)
+
+    def _on_ddl(self, ddl: Ddl) -> None:
+        self.history.extend(entries_for_ddl(ddl, self.next_version + len(self.history), self.wid))
+
+    def _record_history(self) -> None:
+        self.ctx.control.append_history(self.history, (self.ctx.app_id("history"), self.wid))
+
+    # ---- log records, assembled on the driver ------------------------------------------------------
+
+    def records(self, records: Iterable[LogRecord]) -> Position:
+        import pyarrow as pa
+
+        ctx, wid = self.ctx, self.wid
+        staged = f"{self.staging}/committed"
+        arrow_schema = pa.schema([
+            ("window_id", pa.int64()), ("source_table", pa.string()), ("op", pa.string()),
+            ("seq", pa.decimal128(38, 0)), ("position", pa.string()), ("txid", pa.string()),
+            ("commit_ts", pa.timestamp("us")), ("schema_version", pa.int64()),
+            ("before", pa.string()), ("after", pa.string()),
+        ])
+
+        def stage(rows: list[EventRow]) -> None:
+            table = pa.table({
+                "window_id": [wid] * len(rows), "source_table": [r.source_table for r in rows],
+                "op": [r.op for r in rows], "seq": [Decimal(r.seq) for r in rows],
+                "position": [r.position for r in rows], "txid": [r.txid for r in rows],
+                "commit_ts": [r.commit_ts for r in rows], "schema_version": [r.schema_version for r in rows],
+                "before": [r.before for r in rows], "after": [r.after for r in rows],
+            }, schema=arrow_schema)
+            self.spark.createDataFrame(table, schema=BRONZE_DDL).write.mode("append").parquet(staged)
+
+        mining = ctx.config.mining
+        assembler = TransactionAssembler(stage, self._on_ddl, mining.flush_rows, mining.spill_rows, self.floors)
+        end: Position | None = None
+        for record in records:
+            if isinstance(record, WindowEnd):
+                end = record.position
+                break
+            assembler.feed(record)
+        open_txns = assembler.finish()
+        if end is None or open_txns:
+            raise CdcError(
+                f"mining window {wid} ended inside transaction(s) {open_txns[:5]} or without an end position",
+                "this is a bug in the source plug-in: windows must end on a transaction boundary",
+            )
+        crash_point("staged")
+        self._record_history()
+        crash_point("history")
+        stats = assembler.stats
+        marker = {"end": end.to_dict(), "events": stats.events, "transactions": stats.transactions,
+                  "rolled_back": stats.rolled_back, "rows_by_table": stats.rows_by_table}
+        rows = self.spark.read.schema(BRONZE_DDL).parquet(staged) if hadoop_path_exists(self.spark, staged) else None
+        ctx.bronze.commit(wid, rows, end, marker, self.bronze_app)
+        crash_point("bronze")
+        hadoop_delete(self.spark, self.staging)
+        self.report.events, self.report.transactions = stats.events, stats.transactions
+        self.report.rows_by_table = dict(stats.rows_by_table)
+        return end
+
+    # ---- log rows, assembled in Spark with the in-flight buffer ------------------------------------
+
+    def frame(self, mined: MinedWindow) -> Position:
+        from pyspark.sql import functions as F
+
+        ctx, wid, report, spark, staging = self.ctx, self.wid, self.report, self.spark, self.staging
+        # Decoding runs once: later steps read the decoded rows back.
+        report.phase("fetch")
+        mined.rows.write.mode("overwrite").parquet(f"{staging}/decoded")
+        report.phase("decode")
+        rows = spark.read.parquet(f"{staging}/decoded")
+        for ddl in mined.ddl:
+            self._on_ddl(ddl)
+
+        buffer = InflightBuffer(spark, ctx.layout, ctx.name)
+        buffer.ensure()
+        retention = ctx.config.mining.transaction_retention_s
+        end_ts = rows.agg(F.max("event_ts")).first()[0] if retention is not None else None
+        assembly = buffer.assemble(wid, rows, self.floors, None if retention is None else timedelta(seconds=retention),
+                                   end_ts, mined.assemble_pieces)
+        assembly.committed.write.mode("overwrite").parquet(f"{staging}/committed")
+        report.phase("assemble")
+        staged = spark.read.parquet(f"{staging}/committed")
+        bad = staged.where("error IS NOT NULL").selectExpr(
+            "window_id", "source_table", f"seq - seq % {SEQ_SPAN} AS seq", "position", "op", "error", "raw",
+        ).unionByName(assembly.errors.selectExpr(
+            "window_id", "source_table", f"CAST(ordinal * CAST({SEQ_SPAN} AS DECIMAL(11,0)) AS DECIMAL(38,0)) AS seq",
+            "position", "op", "error", "raw"))
+        self._stop_on_bad_rows(bad)
+        report.phase("check_errors")
+        committed = staged.where("error IS NULL").select(*BRONZE_COLUMNS)
+        crash_point("staged")
+        self._record_history()
+        crash_point("history")
+        buffer.record(wid, assembly)
+        report.phase("inflight")
+        crash_point("inflight")
+
+        stats = committed.groupBy("source_table").agg(F.count(F.lit(1)).alias("n")).collect()
+        rows_by_table = {r.source_table: int(r.n) for r in stats}
+        ended = spark.read.format("delta").load(ctx.layout.transactions).where(f"window_id = {wid}")
+        counts = {r.status: int(r["count"]) for r in ended.groupBy("status").count().collect()}
+        open_summary = assembly.stats["open_after"].first()
+        abandoned = [r.asDict() for r in ended.where("status = 'abandoned'").select(
+            "txid", "first_position", "rows", "tables").limit(20).collect()]
+        late = [r.txid for r in assembly.stats["late_commits"].select("txid").limit(20).collect()]
+        for item in abandoned:
+            log.warning("window %s: abandoned transaction %s (first change %s, %s rows, tables %s): its changes "
+                        "are NOT applied", wid, item["txid"], item["first_position"], item["rows"], item["tables"])
+        for txid in late:
+            log.warning("window %s: transaction %s committed after it was abandoned: its changes are lost", wid, txid)
+        marker = {
+            "end": mined.end.to_dict(), "events": sum(rows_by_table.values()),
+            "transactions": counts.get("committed", 0), "rolled_back": counts.get("rolled_back", 0),
+            "abandoned": counts.get("abandoned", 0), "abandoned_sample": abandoned, "late_commits": late,
+            "open_transactions": int(open_summary.n or 0),
+            "oldest_open_ordinal": None if open_summary.oldest is None else str(open_summary.oldest),
+            "rows_by_table": rows_by_table, **mined.stats,
+        }
+        ctx.bronze.commit(wid, committed, mined.end, marker, self.bronze_app)
+        report.phase("bronze")
+        crash_point("bronze")
+        assembly.release()
+        ctx.source.release()
+        hadoop_delete(spark, staging)
+        report.events, report.transactions = marker["events"], marker["transactions"]
+        report.rows_by_table = rows_by_table
+        return mined.end
+
+    def _stop_on_bad_rows(self, errors: DataFrame) -> None:
+        """Rows of committed work that did not decode: dead letters, then stop or go on per policy."""
+        ctx = self.ctx
+        bad = errors.selectExpr(
+            "window_id", "source_table", "CAST(seq AS DECIMAL(38,0)) AS seq", "position", "op", "error AS reason",
+            "raw AS before", "CAST(NULL AS STRING) AS after", "current_timestamp() AS recorded_at",
+        )
+        first = bad.orderBy("seq").first()
+        if first is None:
+            return
+        ctx.control.dead_letter_write(bad, ctx.app_id("undecodable"), self.wid)
+        if ctx.config.mining.unparsable_rows == "dead_letter" and first.source_table:
+            log.warning("window %s: undecodable rows recorded in %s (first at %s: %s)", self.wid,
+                        ctx.layout.dead_letters, first.position, first.reason)
+            return
+        raise CdcError(
+            f"a change of {first.source_table or 'the log'} at {first.position} cannot be decoded: {first.reason}; "
+            f"it is recorded with the others in {ctx.layout.dead_letters} (statement: {(first.before or '')[:300]})",
+            "fix the cause (schema history out of step, unsupported statement) and run again; to record such rows "
+            "and go on without them set 'mining.unparsable_rows: dead_letter'",
+        )

@@ -1,0 +1,71 @@
+"""``cdclake backfill``: one command over the three repair modes, each recorded in the run log.
+
+>>> check_backfill_args("rebuild", "db.t", "id < 5", None, None)
+Traceback (most recent call last):
+...
+cdclake.errors.UsageError: --where only applies to --mode resnapshot, not rebuild
+  fix: drop --where
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from cdclake.engine.quality import QualityChecks
+from cdclake.engine.repair.rebuild import rebuild
+from cdclake.engine.repair.remine import remine
+from cdclake.engine.repair.resnapshot import resnapshot
+from cdclake.errors import CdcError, UsageError
+
+if TYPE_CHECKING:
+    from cdclake.engine.context import PipelineContext
+    from cdclake.engine.runs import RunReport
+
+MODES = ("resnapshot", "rebuild", "remine")
+
+
+def run_backfill(ctx: PipelineContext, table: str | None, where: str | None = None, mode: str = "resnapshot",
+                 from_window: int | None = None, windows: tuple[int, int] | None = None) -> RunReport:
+    """Repairs that run beside mining; each resumes when run again after a kill.
+
+    * ``resnapshot``: re-read ``table`` (the rows matching ``where``) from the source (:mod:`.resnapshot`);
+    * ``rebuild``: rebuild ``table``'s target (and history table) from bronze, from its last snapshot
+      or from window ``from_window`` (:mod:`.rebuild`);
+    * ``remine``: mine the applied ``windows`` (first, last) into bronze again where bronze no longer
+      has them (:mod:`.remine`).
+    """
+    check_backfill_args(mode, table, where, from_window, windows)
+    if table is not None and not ctx.config.source.captures(table):
+        raise CdcError(f"{table} is not captured by pipeline {ctx.name}",
+                       "name a table selected by source.include_tables/exclude_tables ('database.table')")
+    with ctx.runs.run("backfill" if mode == "resnapshot" else f"backfill:{mode}", locked=False) as report:
+        if mode == "resnapshot":
+            resnapshot(ctx, report, table, where)  # type: ignore[arg-type]
+        elif mode == "rebuild":
+            rebuild(ctx, report, table, from_window)  # type: ignore[arg-type]
+        else:
+            remine(ctx, report, *windows)  # type: ignore[misc]
+        if mode != "remine":  # remine writes bronze only; only resnapshot takes --where
+            QualityChecks(ctx).check_backfill(report, table, where)  # type: ignore[arg-type]
+    return report
+
+
+def check_backfill_args(mode: str, table: str | None, where: str | None, from_window: int | None,
+                        windows: tuple[int, int] | None) -> None:
+    """Each backfill mode takes its own options: name the one given in vain and what to do instead."""
+    wrong = None
+    if mode not in MODES:
+        wrong = (f"unknown backfill mode {mode!r}", "use resnapshot, rebuild or remine")
+    elif mode in ("resnapshot", "rebuild") and not table:
+        wrong = (f"backfill --mode {mode} needs --table", "name the table, 'database.table'")
+    elif mode != "resnapshot" and where:
+        wrong = (f"--where only applies to --mode resnapshot, not {mode}", "drop --where")
+    elif mode != "rebuild" and from_window is not None:
+        wrong = (f"--from-window only applies to --mode rebuild, not {mode}", "drop --from-window")
+    elif mode == "remine" and (windows is None or table):
+        wrong = ("backfill --mode remine re-mines whole windows (every table): it needs --window and no --table",
+                 "give --window N or --window FIRST-LAST (the window ids of 'cdclake status' / the run log)")
+    elif mode != "remine" and windows is not None:
+        wrong = (f"--window only applies to --mode remine, not {mode}", "drop --window")
+    if wrong:
+        raise UsageError(*wrong)

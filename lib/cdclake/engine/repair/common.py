@@ -1,0 +1,73 @@
+"""What the repairs share: the backfill record that makes each resumable, and the checks before one starts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cdclake.engine.control import TABLE_STREAMING, TableState
+from cdclake.errors import CdcError
+
+if TYPE_CHECKING:
+    from cdclake.engine.context import PipelineContext
+    from cdclake.schema import TableSchema
+    from cdclake.spi import SnapshotStart
+
+PLANNED, READ, APPLIED = "planned", "read", "applied"
+
+
+@dataclass
+class Backfill:
+    """One backfill's record: its steps are ``backfill`` rows of the checkpoints table."""
+
+    backfill_id: str
+    table: str
+    status: str
+    detail: dict[str, Any]
+
+    @property
+    def where(self) -> str | None:
+        return self.detail.get("where")
+
+    @property
+    def position(self) -> dict[str, Any]:
+        return self.detail["position"]
+
+    def record(self, ctx: PipelineContext, status: str, **changes: Any) -> None:
+        self.status = status
+        self.detail.update(changes)
+        ctx.control.record_backfill(self.backfill_id, self.table, status, self.detail)
+
+
+def unfinished(ctx: PipelineContext, table: str, **match: Any) -> Backfill | None:
+    """The newest backfill of ``table`` whose detail has ``match`` that a kill left unfinished."""
+    for backfill_id, status, detail in ctx.control.backfills(table):
+        if status != APPLIED and all(detail.get(k) == v for k, v in match.items()):
+            return Backfill(backfill_id, table, status, detail)
+    return None
+
+
+def streaming_state(ctx: PipelineContext, table: str, verb: str,
+                    states: dict[str, TableState] | None = None) -> TableState:
+    """``table``'s state (from ``states`` if given); an error naming the remedy unless it streams
+    (snapshotted, not dropped)."""
+    state = (ctx.control.table_states() if states is None else states).get(table)
+    if state is None or state.status != TABLE_STREAMING:
+        raise CdcError(f"{table} is not a streaming table of pipeline {ctx.name} "
+                       f"(state: {state.status if state else 'never snapshotted'})",
+                       f"{verb} a table that has been snapshotted ('cdclake status' lists them); a new table needs "
+                       "'cdclake snapshot'")
+    return state
+
+
+def read_start(ctx: PipelineContext, table: str, then: str) -> tuple[TableSchema, SnapshotStart]:
+    """A read position of the source for ``table`` and its schema there, checked to be the lake's:
+    rows re-read with another schema than the lake's would not fit (a DDL mining has not applied yet)."""
+    entry = ctx.control.latest_entries().get(table)
+    start = ctx.source.snapshot_start([table])
+    current = start.schemas[table]
+    if entry is None or entry.schema is None or [(c.name, c.spark_type) for c in entry.schema.columns] != [
+            (c.name, c.spark_type) for c in current.columns]:
+        raise CdcError(f"the source's definition of {table} differs from the lake's (a DDL mining has not "
+                       "applied yet)", f"run 'cdclake mine' until the table is caught up, then {then}")
+    return entry.schema, start

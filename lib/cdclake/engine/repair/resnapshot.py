@@ -1,0 +1,117 @@
+"""Re-snapshot one table, or a key range of it, while mining goes on (``cdclake backfill``, the default mode).
+
+A backfill reads the source at a log position ``P`` and merges the rows into the target as snapshot
+rows sequenced at ``P`` (``__op = 'r'``, ``__seq =`` :func:`~cdclake.engine.events.backfill_seq`: after
+every change committed up to ``P``, before every later one), under the same rule as every change: a
+row only replaces a target row with a lower sequence. So, whether mining stands behind ``P`` or ahead
+of it when the rows land:
+
+* a change mined after ``P`` is never overwritten (its sequence is higher);
+* a row deleted after ``P`` is never resurrected: keys the bronze change log deletes after ``P``
+  (deletes, key-changing updates, truncates) are dropped from the snapshot rows;
+* a target row in the range that the source no longer has is deleted only if its sequence is
+  below ``P`` (it was deleted before ``P``); one written after ``P`` stays;
+* changes between the table's position and ``P`` that mining applies later carry lower sequences
+  than the snapshot rows and leave them alone;
+* with history tables (SCD2), the rows that really change get a version at ``P``. History takes
+  versions in commit order, so the apply step first mines up to ``P`` if mining is behind it.
+
+Three steps, each recorded as a ``backfill`` row of the checkpoints table so a killed backfill is
+resumed by running the same command again:
+
+1. **planned** (under the pipeline lock, short): ``P`` is taken and the source schema is checked
+   against the lake's (a DDL mining has not applied yet must be mined first);
+2. **read** (no lock: mining goes on): the source rows of the range go to a staging folder;
+3. **applied** (under the lock, one MERGE, idempotent): the rows land.
+
+``--where`` is a filter on the source table's columns that both the source and Spark SQL read the
+same way (e.g. ``id BETWEEN 1000 AND 1999``): the source reads the range with it, and the target's
+rows in the range are found with it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+from cdclake.engine.events import backfill_seq
+from cdclake.engine.faults import crash_point
+from cdclake.engine.mining import mine
+from cdclake.engine.repair.common import APPLIED, PLANNED, READ, Backfill, read_start, streaming_state, unfinished
+from cdclake.errors import CdcError
+from cdclake.hadoopfs import hadoop_delete
+from cdclake.progress import step as progress_step
+
+if TYPE_CHECKING:
+    from cdclake.engine.context import PipelineContext
+    from cdclake.engine.runs import RunReport
+    from cdclake.schema import TableSchema
+    from cdclake.spi import Position
+
+MAX_CATCH_UP_RUNS = 20
+
+
+def resnapshot(ctx: PipelineContext, report: RunReport, table: str, where: str | None) -> Backfill:
+    """Re-read ``table`` (rows matching ``where``) from the source and merge them into its target."""
+    b = unfinished(ctx, table, where=where, mode=None)
+    if b is None:
+        with ctx.runs.lock(report):
+            b = _plan(ctx, table, where)
+        crash_point("backfill_planned")
+    entry = ctx.control.latest_entries().get(table)
+    assert entry is not None and entry.schema is not None
+    schema = entry.schema
+    staging = f"{ctx.layout.control}/staging/backfill={b.backfill_id}"
+    position = ctx.position(b.position)
+    report.start = report.end = position.describe()
+    if b.status == PLANNED:
+        ctx.source.prepare_snapshot_read(position)
+        ctx.source.snapshot_read(ctx.spark, schema, where).write.mode("overwrite").parquet(staging)
+        b.record(ctx, READ)
+        crash_point("backfill_read")
+    if ctx.targets.keep_history:
+        _mine_past(ctx, table, position)
+    progress_step(f"backfill {table}: merge")
+    with ctx.runs.lock(report):
+        _apply(ctx, b, schema, staging)
+        crash_point("backfill_applied")
+        b.record(ctx, APPLIED)
+    report.tables = [table]
+    report.rows_by_table = {table: ctx.spark.read.parquet(staging).count()}
+    hadoop_delete(ctx.spark, staging)
+    return b
+
+
+def _plan(ctx: PipelineContext, table: str, where: str | None) -> Backfill:
+    streaming_state(ctx, table, "backfill")
+    _, start = read_start(ctx, table, "backfill")
+    b = Backfill(uuid.uuid4().hex[:12], table, PLANNED, {"where": where, "position": start.position.to_dict()})
+    b.record(ctx, PLANNED)
+    return b
+
+
+def _mine_past(ctx: PipelineContext, table: str, position: Position) -> None:
+    """With SCD2 history tables, mine up to ``P`` first: a history takes its versions in commit order,
+    so every change committed before the re-read must be in it before the re-read's version is."""
+    for _ in range(MAX_CATCH_UP_RUNS):
+        state = ctx.control.table_states().get(table)
+        if state is None or state.ordinal >= position.ordinal:
+            return
+        progress_step(f"backfill {table}: mining up to {position.describe()} first (history table)")
+        with ctx.runs.run("mine") as report:
+            mine(ctx, report, ctx.config.mining.max_events)
+    raise CdcError(f"mining did not reach {position.describe()} for {table} in {MAX_CATCH_UP_RUNS} runs, so the "
+                   "re-read rows cannot be versioned in its history table yet",
+                   "run 'cdclake mine' until the lag is small, then run the same backfill again (it resumes)")
+
+
+def _apply(ctx: PipelineContext, b: Backfill, schema: TableSchema, staging: str) -> None:
+    position = ctx.position(b.position)
+    seq = backfill_seq(position.ordinal)
+    keys = ctx.key_columns(schema)
+    later = ctx.bronze.changes_after(b.table, seq)  # what the change log removes after P must not come back
+    ctx.targets.merge_reread(
+        ctx.layout.target(b.table), schema, keys, ctx.spark.read.parquet(staging), seq,
+        position.describe(), b.where, ctx.targets.removed_keys(later, schema, keys),
+        truncated_later=not later.where("op = 't'").limit(1).isEmpty(),
+        app_id=ctx.app_id("backfill", b.backfill_id))

@@ -1,0 +1,86 @@
+"""Runs: one pipeline run at a time (the lock) and the run log every command writes.
+
+>>> r = RunReport("abc", "mine")
+>>> r.phase("plan"); sorted(r.phases)
+['plan']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from cdclake.engine.control import ControlTables, utcnow
+from cdclake.engine.lake import LakeLayout
+from cdclake.engine.lock import pipeline_lock
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@dataclass
+class RunReport:
+    """What one run did; a row of the run log when it ends."""
+
+    run_id: str
+    command: str
+    window_id: int | None = None
+    start: str | None = None
+    end: str | None = None
+    events: int = 0
+    transactions: int = 0
+    rows_by_table: dict[str, int] = field(default_factory=dict)
+    tables: list[str] = field(default_factory=list)
+    duration_s: float = 0.0
+    resumed: bool = False
+    started_at: float = field(default_factory=time.time)
+    phases: dict[str, float] = field(default_factory=dict)  # seconds per step (metrics, benchmarks)
+    _mark: float = field(default_factory=time.time)
+
+    def phase(self, name: str) -> None:
+        """Close the current step under ``name`` (time since the previous call)."""
+        now = time.time()
+        self.phases[name] = round(self.phases.get(name, 0.0) + now - self._mark, 3)
+        self._mark = now
+
+
+class RunLog:
+    """Starts runs: control tables made if missing, the pipeline lock if asked, one run-log row at the end."""
+
+    def __init__(self, spark: SparkSession, layout: LakeLayout, control: ControlTables) -> None:
+        self.spark = spark
+        self.layout = layout
+        self.control = control
+
+    @contextlib.contextmanager
+    def run(self, command: str, locked: bool = True) -> Iterator[RunReport]:
+        """A run of ``command``: recorded ``ok`` or ``failed`` (with the error) in the run log. A kill
+        (a ``BaseException``) records nothing: the run never ended."""
+        report = RunReport(uuid.uuid4().hex[:12], command)
+        self.control.ensure()
+        with self.lock(report) if locked else contextlib.nullcontext():
+            try:
+                yield report
+            except Exception as exc:
+                self.record(report, "failed", str(exc)[:4000])
+                raise
+            self.record(report, "ok", None)
+
+    def lock(self, report: RunReport) -> contextlib.AbstractContextManager[None]:
+        """The pipeline lock, held by ``report``'s run (for the steps of an unlocked run that need it)."""
+        return pipeline_lock(self.spark, self.layout.lock, report.run_id)
+
+    def record(self, report: RunReport, status: str, error: str | None) -> None:
+        report.duration_s = time.time() - report.started_at
+        started = datetime.fromtimestamp(report.started_at, timezone.utc).replace(tzinfo=None)
+        self.control.log_run({
+            "run_id": report.run_id, "command": report.command, "window_id": report.window_id, "status": status,
+            "started_at": started, "ended_at": utcnow(), "duration_s": report.duration_s, "events": report.events,
+            "transactions": report.transactions, "rows_by_table": report.rows_by_table, "lag_s": None,
+            "start_position": report.start, "end_position": report.end, "error": error,
+        })

@@ -1,0 +1,113 @@
+"""Snapshots: the per-table state machine's first steps, (absent) → ``snapshotting`` → ``streaming``.
+
+A snapshot asks the source for a low-watermark and the tables' schemas there
+(:meth:`~cdclake.spi.Source.snapshot_start`), records them in the schema history, reads each table
+(:meth:`~cdclake.spi.Source.snapshot_read`) into its target with the snapshot's sequence, and marks it
+``streaming`` at the low-watermark: mining starts there. ``force`` re-snapshots streaming tables too
+(the way out after the source lost the log a table's position needs).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import TYPE_CHECKING, Any
+
+from cdclake.engine.control import TABLE_SNAPSHOTTING, TABLE_STREAMING, TableState
+from cdclake.engine.events import snapshot_seq
+from cdclake.engine.history import HistoryEntry
+from cdclake.engine.lake import commit_tag, is_delta_table, read_delta
+from cdclake.engine.mining import window_open
+from cdclake.engine.quality import QualityChecks, gate_error
+from cdclake.errors import CdcError, SnapshotDeferredError
+from cdclake.progress import step as progress_step
+
+if TYPE_CHECKING:
+    from cdclake.engine.context import PipelineContext
+    from cdclake.engine.runs import RunReport
+
+
+def snapshot(ctx: PipelineContext, report: RunReport, tables_regex: str | None, force: bool = False) -> None:
+    """Snapshot the selected tables that have no position yet (with ``force``: streaming ones too)."""
+    source, control = ctx.source, ctx.control
+    source.preflight()
+    quality = QualityChecks(ctx)
+    quality.check_config()
+    states = control.table_states()
+    wanted = [t for t in source.captured_tables() if tables_regex is None or re.fullmatch(tables_regex, t)]
+    todo = [t for t in wanted if force or t not in states or states[t].status != TABLE_STREAMING]
+    if not wanted:
+        raise CdcError(
+            "no table to snapshot: source.include_tables/exclude_tables"
+            + (f" and --tables {tables_regex!r}" if tables_regex else "")
+            + " select no existing table",
+            "check the regexes (anchored, on 'database.table') against the server's tables",
+        )
+    if not todo:
+        return  # every selected table is streaming already
+    if force and any(t in states and states[t].status == TABLE_STREAMING for t in todo):
+        _cancel_unwritten_window(ctx, report.run_id)
+    start = source.snapshot_start(todo)
+    pos = start.position
+    streaming = [s for s in states.values() if s.status == TABLE_STREAMING and s.table not in todo]
+    if streaming and pos.read_from_ordinal < min(s.ordinal for s in streaming):
+        # A transaction open at this snapshot began before where the stream stands: its earlier
+        # changes to the new tables were read (and left out) by windows already mined.
+        stream_at = ctx.position(min(streaming, key=lambda s: s.ordinal).position)
+        raise SnapshotDeferredError(
+            f"cannot add {', '.join(todo)} now: a transaction open at the snapshot ({pos.describe()}) started "
+            f"before the position the other tables stream from ({stream_at.describe()}), "
+            "so its earlier changes to the new tables are no longer in any window",
+            source.snapshot_deferred_hint(),
+        )
+    seq = snapshot_seq(pos.ordinal)
+    control.set_tables([TableState(t, TABLE_SNAPSHOTTING, pos.to_dict(), pos.ordinal, None, None) for t in todo],
+                       report.run_id)
+    version = control.next_schema_version()
+    control.append_history([
+        HistoryEntry(version + i, t, seq, pos.describe(), start.ddl.get(t, ""), "snapshot", start.schemas[t],
+                     None, {}, None)
+        for i, t in enumerate(todo)
+    ])
+    quality_failures: list[Any] = []
+    for t in todo:
+        progress_step(f"snapshot {t}")  # names the terminal progress bar's step (no-op without one)
+        schema = start.schemas[t]
+        path = ctx.layout.target(t)
+        try:
+            with commit_tag(ctx.spark, snapshot=True, seq=seq):
+                if t in states and is_delta_table(ctx.spark, path):
+                    ctx.targets.close_history(path, seq)  # the re-snapshot's rows follow
+                frame = source.snapshot_read(ctx.spark, schema)
+                ctx.targets.write_snapshot(path, schema, frame, seq, pos.describe())
+        except CdcError:
+            raise
+        except Exception as exc:
+            explained = source.explain_error(exc)
+            if explained is None:
+                raise
+            raise explained from exc
+        control.set_tables([TableState(t, TABLE_STREAMING, pos.to_dict(), pos.ordinal, None, None,
+                                       {"snapshot_position": pos.describe(), "as_of": time.time()})], report.run_id)
+        report.rows_by_table[t] = read_delta(ctx.spark, path).count()
+        if ctx.config.quality.after_snapshot:
+            quality_failures += quality.check_table(report.run_id, schema, None, "snapshot")
+    report.tables = todo
+    report.start = report.end = pos.describe()
+    if quality_failures:
+        raise gate_error(quality_failures, "after the snapshot", ctx.layout.quality, after="snapshot")
+
+
+def _cancel_unwritten_window(ctx: PipelineContext, run_id: str) -> None:
+    """A forced re-snapshot moves positions: a window planned from the old ones (a run that failed,
+    e.g. on a purged log) must not be resumed. Only one that wrote nothing can be given up."""
+    window = ctx.control.last_window()
+    if not window_open(window):
+        return
+    assert window is not None
+    if ctx.control.window_written(window.window_id):
+        raise CdcError(
+            f"window {window.window_id} is partly applied, so the tables cannot be re-snapshotted now",
+            "run 'cdclake mine' until it completes, then re-snapshot",
+        )
+    ctx.control.cancel_window(window, run_id)

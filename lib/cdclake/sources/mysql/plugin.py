@@ -1,0 +1,25 @@
+"""Registration of the MySQL/MariaDB source (:mod:`cdclake.spi.plugin`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdclake.sources.mysql.config import MySqlSourceConfig
+from cdclake.spi import Source, SourceContext, SourcePlugin
+
+
+def _create(config: Any, context: SourceContext) -> Source:
+    from cdclake.sources.mysql.source import MySqlSource
+
+    return MySqlSource(config, skip_unparsable_ddl=context.skip_unparsable_ddl)
+
+
+PLUGIN = SourcePlugin(
+    name="mysql",
+    types=("mysql", "mariadb"),
+    config_model=MySqlSourceConfig,
+    create=_create,
+    jars=("org.mariadb.jdbc:mariadb-java-client:3.5.6",),
+    docs="docs/types-mysql.md",
+    summary="MySQL and MariaDB: binlog over the replication protocol, JDBC snapshots under LOCK TABLES",
+)

@@ -1,0 +1,198 @@
+"""The source: a database whose changes cdclake captures, as the engine drives it.
+
+Per run the engine calls :meth:`Source.preflight`; a snapshot calls :meth:`Source.snapshot_start`
+then :meth:`Source.snapshot_read` per table; a mining window calls :meth:`Source.mine_window` with a
+:class:`WindowRequest` and a :class:`WindowSink`. A source decodes its log in one of two shapes, each
+a base class here that implements :meth:`Source.mine_window` by handing its result to the sink:
+
+* :class:`RecordSource` — log records (:mod:`cdclake.spi.records`) decoded on the driver, in log
+  order; every window ends on a transaction boundary (MySQL/MariaDB binlog);
+* :class:`FrameSource` — log rows (:mod:`cdclake.spi.logrows`) decoded in Spark; a window may end
+  inside transactions, which the engine carries over in Delta (Oracle LogMiner).
+"""
+
+from __future__ import annotations
+
+import abc
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from cdclake.errors import CdcError
+from cdclake.schema import TableSchema
+from cdclake.spi.position import Position
+from cdclake.spi.records import Ddl, LogRecord
+from cdclake.spi.types import TypeMapper
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+_PLAIN_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass
+class SnapshotStart:
+    """What a snapshot needs before reading rows: the low-watermark and each table's schema there."""
+
+    position: Position
+    schemas: dict[str, TableSchema]
+    ddl: dict[str, str]  # table -> the DDL text the schema was taken from
+
+
+@dataclass(frozen=True)
+class WindowRequest:
+    """One mining window as the engine planned it.
+
+    ``schemas``/``versions`` are the registry valid at ``start`` (from the schema history) and its
+    schema versions; DDL met in the window evolves it, numbering new versions from
+    ``next_schema_version``. With ``max_events`` the window stops at the first commit after that many
+    row changes. ``floors`` maps tables to an ordinal at or before which their changes and DDL are in
+    the lake already (a table snapshotted after ``start``): the source skips that DDL. ``staging`` is
+    a Hadoop-FS folder the source may stage files in (the engine clears it).
+    """
+
+    window_id: int
+    start: Position
+    end_limit: Position
+    schemas: dict[str, TableSchema]
+    versions: dict[str, int]
+    next_schema_version: int
+    max_events: int | None
+    floors: dict[str, int]
+    staging: str
+
+
+@dataclass
+class MinedWindow:
+    """One window mined by a :class:`FrameSource`.
+
+    ``rows`` has the log-row schema (:data:`cdclake.spi.logrows.LOG_ROWS_DDL`): row changes with
+    their transaction id, commits and rollbacks, in log order (``idx``). Transactions need not end
+    inside the window: the engine carries open ones over in Delta.
+    """
+
+    end: Position
+    rows: DataFrame
+    ddl: list[Ddl]
+    stats: dict[str, Any] = field(default_factory=dict)
+    #: folds ``piece`` rows of committed transactions into their changes (:meth:`FrameSource.assemble_pieces`)
+    assemble_pieces: Callable[[DataFrame], DataFrame] | None = None
+
+
+class WindowSink(Protocol):
+    """Where a source hands a mined window; the engine stages it and returns the window's end."""
+
+    def records(self, records: Iterable[LogRecord]) -> Position:
+        """Assemble log records (ending with a :class:`~cdclake.spi.records.WindowEnd`)."""
+
+    def frame(self, window: MinedWindow) -> Position:
+        """Assemble a window of log rows decoded in Spark."""
+
+
+class Source(abc.ABC):
+    """A database whose changes cdclake captures."""
+
+    connector: str  # the pipeline file's source.type, e.g. "mariadb"
+    types: TypeMapper
+    #: every window ends on a transaction boundary (no transaction is carried into the next window)
+    windows_end_on_transaction_boundaries: bool = True
+
+    @abc.abstractmethod
+    def preflight(self) -> None:
+        """Raise :class:`cdclake.errors.PreflightError` naming the first problem and its fix."""
+
+    @abc.abstractmethod
+    def captured_tables(self) -> list[str]:
+        """Tables on the server that the include/exclude lists select, as ``database.table``."""
+
+    @abc.abstractmethod
+    def snapshot_start(self, tables: list[str]) -> SnapshotStart:
+        """Fix the low-watermark position and read the tables' schemas consistently with it."""
+
+    @abc.abstractmethod
+    def snapshot_read(self, spark: SparkSession, schema: TableSchema, where: str | None = None) -> DataFrame:
+        """Read the table's rows (those matching the SQL filter ``where``, if given) as canonical
+        columns (named as the source columns), at the position of the last :meth:`snapshot_start`
+        or :meth:`prepare_snapshot_read`."""
+
+    def prepare_snapshot_read(self, position: Position) -> None:  # noqa: B027 - optional hook
+        """Make :meth:`snapshot_read` read at ``position`` (from an earlier :meth:`snapshot_start`,
+        e.g. when a killed backfill is resumed in a new process)."""
+
+    @abc.abstractmethod
+    def current_position(self) -> Position:
+        """The end of the log now (where a run that starts now stops)."""
+
+    @abc.abstractmethod
+    def position_from_dict(self, data: Mapping[str, Any]) -> Position:
+        """Inverse of :meth:`Position.to_dict`."""
+
+    @abc.abstractmethod
+    def check_available(self, start: Position) -> None:
+        """Raise :class:`cdclake.errors.PositionLostError` if the log from ``start`` is gone."""
+
+    @abc.abstractmethod
+    def mine_window(self, spark: SparkSession, request: WindowRequest, sink: WindowSink) -> Position:
+        """Mine ``request``'s window and hand it to ``sink``; return what the sink returns (the end)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections."""
+
+    def release(self) -> None:  # noqa: B027 - optional hook
+        """Drop what mining a window cached, once the engine has consumed the window."""
+
+    def explain_error(self, exc: BaseException) -> CdcError | None:
+        """A :class:`CdcError` saying what to do about a failure of a snapshot read, if known."""
+        return None
+
+    def filter_identifier(self, name: str) -> str | None:
+        """Column ``name`` as written in a filter both the source's SQL and Spark SQL read (see
+        :meth:`TypeMapper.filter_literal_kind`); ``None`` if there is no such spelling. Default: the
+        bare name when it is a plain identifier."""
+        return name if _PLAIN_IDENTIFIER.fullmatch(name) else None
+
+    def snapshot_deferred_hint(self) -> str:
+        """How an operator finds the open transaction that keeps a snapshot of new tables waiting."""
+        return "run the snapshot again once that transaction has ended"
+
+
+class RecordSource(Source):
+    """A source whose log is decoded on the driver into log records, window by window."""
+
+    def mine_window(self, spark: SparkSession, request: WindowRequest, sink: WindowSink) -> Position:
+        return sink.records(self.mine(request.start, request.end_limit, request.schemas,
+                                      request.next_schema_version, request.max_events, request.floors))
+
+    @abc.abstractmethod
+    def mine(
+        self,
+        start: Position,
+        end: Position,
+        schemas: dict[str, TableSchema],
+        next_schema_version: int,
+        max_events: int | None = None,
+        floors: dict[str, int] | None = None,
+    ) -> Iterator[LogRecord]:
+        """Yield records from ``start`` to ``end`` (whole transactions only) in log order, then
+        a :class:`~cdclake.spi.records.WindowEnd` (see :class:`WindowRequest` for the arguments)."""
+
+
+class FrameSource(Source):
+    """A source whose log is decoded in Spark, window by window (large logs, parallel parsing)."""
+
+    windows_end_on_transaction_boundaries = False
+
+    def mine_window(self, spark: SparkSession, request: WindowRequest, sink: WindowSink) -> Position:
+        return sink.frame(replace(self.mine_frame(spark, request), assemble_pieces=self.assemble_pieces))
+
+    def assemble_pieces(self, rows: DataFrame) -> DataFrame:
+        """Fold ``piece`` rows of committed transactions into their changes (default: none exist)."""
+        return rows
+
+    @abc.abstractmethod
+    def mine_frame(self, spark: SparkSession, request: WindowRequest) -> MinedWindow:
+        """Mine from ``request.start`` to at most ``request.end_limit`` (any log position, not only
+        between transactions), staging what is needed under ``request.staging``. DDL met in the
+        window is returned in log order; DDL at or below a table's floor is in its snapshot already
+        and is dropped."""
