@@ -29,7 +29,7 @@ CREATE TABLE quality (run_id STRING, window_id BIGINT, source_table STRING, expe
   checked_at TIMESTAMP) USING delta;
 
 -- <lake>/<pipeline>/_cdclake/reconcile: one row per table and `cdclake reconcile` run
--- (cdclake.engine.reconcile.RECONCILE_DDL); sample_keys is JSON: up to 100 keys per kind.
+-- (cdclake.engine.repair.reconcile.RECONCILE_DDL); sample_keys is JSON: up to 100 keys per kind.
 CREATE TABLE reconcile (run_id STRING, source_table STRING, checked_at TIMESTAMP, chunks BIGINT,
   chunks_mismatched BIGINT, source_rows BIGINT, lake_rows BIGINT, only_in_source BIGINT, only_in_lake BIGINT,
   different BIGINT, repaired BOOLEAN, sample_keys STRING) USING delta;
