@@ -1,10 +1,10 @@
 """The public API: one pipeline and the verbs of the ``cdclake`` command line.
 
-With a reachable source (``make demo`` runs the same against a throwaway MariaDB)::
+With a pipeline file whose source is reachable (``make demo`` runs the same against a throwaway server)::
 
     from cdclake import Pipeline
 
-    pipeline = Pipeline.from_config("conf/pipelines/example-mariadb.yaml")
+    pipeline = Pipeline.from_config("conf/pipelines/shop.yaml")
     pipeline.snapshot().tables             # ['shop.customers', 'shop.orders']
     report = pipeline.mine()               # one window, applied
     report.window_id, report.rows_by_table # (1, {'shop.orders': 120})

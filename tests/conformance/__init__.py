@@ -1,0 +1,1 @@
+"""The source conformance suite: one logical workload, every source (README.md)."""
