@@ -1,5 +1,7 @@
 # cdclake — the two commands the README opens with are `make demo` and `make test`.
 PY      := .venv/bin/python
+# pytest-xdist workers of make test (each has its own Spark session and MariaDB server)
+TEST_WORKERS ?= 2
 STAMP   := .venv/.cdclake-setup
 
 .PHONY: setup demo test lint bench bench-oracle bench-floor test-oracle-live clean
@@ -17,7 +19,7 @@ demo: setup
 test: setup
 	$(PY) -m ruff check lib jobs tests tests_live benchmarks airflow_dags
 	.venv/bin/lint-imports
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal tests
 
 lint: setup
 	$(PY) -m ruff check lib jobs tests tests_live benchmarks airflow_dags

@@ -10,6 +10,7 @@ Tests using them are marked ``mariadb`` automatically (deselect with ``-m "not m
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 
@@ -25,6 +26,67 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if names & _MARIADB_FIXTURES or item.get_closest_marker("mariadb"):
             item.add_marker(pytest.mark.mariadb)
             item.add_marker(pytest.mark.integration)
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        items[:] = balanced_order(items, workers)
+
+
+# ---- sharing the work between `make test`'s workers (pytest-xdist, --dist worksteal) --------------------
+#
+# worksteal hands each worker an equal-sized contiguous share of the collected tests, then lets an idle
+# worker take half of another's queue. So the tests are ordered into one share per worker, each with
+# as much estimated work as the others and its heaviest tests first; the light tests even out the counts.
+# The estimates are seconds measured on the 2-core CI machine (BENCHMARKS.md, test suite); a test not
+# listed costs DEFAULT_COST by kind. They only steer the order: a wrong one costs time, never a result.
+DEFAULT_COST = {"integration": 20.0, "conformance": 90.0, "unit": 0.05}
+HEAVY_TESTS = {
+    "test_oracle_crash.py::test_killed_at_every_step": 470, "test_mining_crash.py::": 190,
+    "test_oracle_crash.py::test_killed_at_random_writes": 170, "test_oracle_sim.py::test_interleaved_rac": 160,
+    "test_rebuild.py::test_rebuild_from_snapshot": 150, "test_maintenance.py::": 145,
+    "test_standalone_cluster.py::": 130, "test_airflow_dags.py::test_snapshot_and_mining_dags": 110,
+    "test_mining_equality.py::": 100, "test_oracle_sim.py::test_lob_writes": 90,
+    "test_oracle_sim.py::test_connection_lost": 85, "test_oracle_sim.py::test_export_mode": 65,
+    "test_oracle_checklist.py::": 35, "test_quality.py::test_gates": 55, "test_oracle_sim.py::test_abandoned": 55,
+    "test_reconcile.py::": 35, "test_backfill.py::": 28, "test_oracle_lobs_xml.py::": 25, "test_report.py::": 30,
+    "test_inflight.py::": 12, "test_errors.py::test_bad_config": 0.5, "test_airflow_dags.py::": 2,
+    "test_mariadb_preflight.py::": 0.3, "test_mysql_types_spark.py::": 0.3, "test_oracle_fast_path.py::": 1.5,
+    "test_target_decoding.py::": 0.5, "test_oracle_types_spark.py::": 1,
+}
+# Tests of these files share an expensive module-scoped fixture: they stay on one worker.
+TOGETHER = ("test_airflow_dags.py", "test_mariadb_preflight.py", "test_standalone_cluster.py")
+
+
+def _cost(item: pytest.Item) -> float:
+    nodeid = item.nodeid
+    for prefix, seconds in HEAVY_TESTS.items():
+        if prefix in nodeid:
+            return float(seconds)
+    kind = next((k for k in DEFAULT_COST if f"tests/{k}/" in nodeid), "unit")
+    return DEFAULT_COST[kind]
+
+
+def balanced_order(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
+    """Items in ``workers`` consecutive shares of (nearly) equal count and estimated time, heaviest first."""
+    groups: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        together = next((f for f in TOGETHER if f in item.nodeid), None)
+        groups.setdefault(together or item.nodeid, []).append(item)
+    heavy = sorted((g for g in groups.values() if sum(map(_cost, g)) >= 1.0),
+                   key=lambda g: (-sum(map(_cost, g)), g[0].nodeid))
+    light = [g[0] for g in groups.values() if sum(map(_cost, g)) < 1.0 and len(g) == 1]
+    light += [i for g in groups.values() if sum(map(_cost, g)) < 1.0 and len(g) > 1 for i in g]
+    shares: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    load = [0.0] * workers
+    for group in heavy:  # longest first, each to the least loaded share
+        k = min(range(workers), key=lambda w: (load[w], len(shares[w])))
+        shares[k].extend(group)
+        load[k] += sum(map(_cost, group))
+    target = (len(items) + workers - 1) // workers
+    for item in light:  # fill the counts up to equal shares
+        k = min(range(workers), key=lambda w: (len(shares[w]) >= target, load[w], len(shares[w])))
+        shares[k].append(item)
+        load[k] += _cost(item)
+    return [item for share in shares for item in share]
 
 
 @pytest.fixture(scope="session")
