@@ -58,7 +58,7 @@ def q(name: str) -> str:
 
 class MySqlDriver(Driver):
     name = "mysql"
-    seed = 20260301
+    seed = 20260319  # kills the truncate round after its first MERGE; small window in the drop_table round
     supported_ddl = frozenset(DDL_KINDS)
     open_transactions_across_windows = False
 

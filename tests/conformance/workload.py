@@ -162,7 +162,6 @@ class DropTable:
 
 Op = Create | Begin | Insert | Update | UpdateKey | Delete | Commit | Rollback | AddColumn | DropColumn | \
     RenameColumn | WidenColumn | Truncate | DropTable
-Ddl = Create | AddColumn | DropColumn | RenameColumn | WidenColumn | Truncate | DropTable
 
 # The DDL kinds, in the order rounds cycle through them (a created table exists before one is dropped).
 DDL_KINDS: tuple[str, ...] = (
@@ -500,7 +499,11 @@ class Workload:
             candidates = [t for t in self._free_tables() if self._applies(kind, t)]
         if not candidates:
             raise AssertionError(f"the workload has no table to apply {kind} to: {self._tables}")
-        table = self.rng.choice(candidates)
+        if kind in (AddColumn.kind, DropColumn.kind, RenameColumn.kind, WidenColumn.kind):
+            # the table with the most rows: rows no later change rewrites show what the DDL did to them
+            table = max(candidates, key=lambda t: (len(t.rows), self.rng.random()))
+        else:
+            table = self.rng.choice(candidates)
         self.stats[kind] += 1
         if kind == AddColumn.kind:
             column, logical_type = self._name("c"), self.rng.choice(ADDABLE)
@@ -522,7 +525,9 @@ class Workload:
                           for k, row in table.rows.items()}
             ops.append(RenameColumn(table.name, column, new_name))
         elif kind == WidenColumn.kind:
-            column = self.rng.choice([c for c in table.value_columns if table.columns[c] in WIDENINGS])
+            # an integer if there is one: its lake type changes too (a string's stays STRING)
+            widenable = [c for c in table.value_columns if table.columns[c] in WIDENINGS]
+            column = self.rng.choice([c for c in widenable if table.columns[c] == INT] or widenable)
             old = table.columns[column]
             table.columns[column] = WIDENINGS[old]
             ops.append(WidenColumn(table.name, column, old, WIDENINGS[old]))

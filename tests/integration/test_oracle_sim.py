@@ -41,7 +41,7 @@ def test_interleaved_rac_transactions_cut_by_windows(spark, tmp_path):  # type: 
     state = pipeline.control.table_states()["APP.ACCOUNTS"]
     assert int(state.position["resume_scn"]) < int(state.position["scn"])  # mining starts below the snapshot
     open_tx.update("APP", "ACCOUNTS", {"ID": 900001}, {"NAME": "late"})
-    random_workload(db, rng, tables, transactions=120, lob=False, long_txn_every=25, p_partial_rollback=0.2,
+    random_workload(db, rng, tables, transactions=90, lob=False, long_txn_every=20, p_partial_rollback=0.2,
                     p_jump=0)
     open_tx.commit()
     windows = drain(pipeline, max_events=150)

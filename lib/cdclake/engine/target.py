@@ -160,6 +160,7 @@ class TargetTables:
         for col in new.columns:
             have = lower.get(col.name.lower())
             if have is None:
+                self._enable_features_for(ref, col.spark_type)
                 self.spark.sql(f"ALTER TABLE {ref} ADD COLUMNS ({quote(col.name)} {col.spark_type})")
                 initial = self.types.initial_value_sql(col)
                 if initial is not None:
@@ -167,8 +168,15 @@ class TargetTables:
             elif current[have] != _simple(col.spark_type):
                 self._change_type(path, have, col)
 
+    def _enable_features_for(self, ref: str, spark_type: str) -> None:
+        """A column type that needs a Delta table feature the table was created without: enable it first
+        (Delta enables it by itself only at CREATE, and refuses the column otherwise)."""
+        if "TIMESTAMP_NTZ" in spark_type.upper():
+            self.spark.sql(f"ALTER TABLE {ref} SET TBLPROPERTIES ('delta.feature.timestampNtz' = 'supported')")
+
     def _change_type(self, path: str, name: str, col: Column) -> None:
         ref = delta_ref(path)
+        self._enable_features_for(ref, col.spark_type)
         try:  # Delta type widening (int -> bigint, decimal precision up, float -> double ...)
             self.spark.sql(f"ALTER TABLE {ref} ALTER COLUMN {quote(name)} TYPE {col.spark_type}")
             return
