@@ -18,12 +18,12 @@ demo: setup
 
 test: setup
 	$(PY) -m ruff check lib jobs tests tests_live benchmarks airflow_dags
-	.venv/bin/lint-imports
+	.venv/bin/lint-imports --no-logo
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal tests
 
 lint: setup
 	$(PY) -m ruff check lib jobs tests tests_live benchmarks airflow_dags
-	.venv/bin/lint-imports
+	.venv/bin/lint-imports --no-logo
 
 bench: setup
 	$(PY) benchmarks/run_mysql_bench.py

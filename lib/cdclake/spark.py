@@ -38,7 +38,7 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "false",
 }
 
-# Settings cdclake relies on for correctness; config may not turn them off.
+# Settings cdclake relies on for correctness; config may not turn them off (JVM options are added to).
 REQUIRED: dict[str, str] = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -72,7 +72,11 @@ def build_spark(
         return active
     settings = dict(LOCAL_DEFAULTS)
     settings.update({k: str(v) for k, v in (conf or {}).items()})
-    settings.update(REQUIRED)
+    for key, value in REQUIRED.items():
+        if key.endswith(".extraJavaOptions") and settings.get(key):
+            settings[key] = f"{settings[key]} {value}"  # the pipeline file's JVM options, then the required ones
+        else:
+            settings[key] = value
     jars = cached_jars()
     if jars and "spark.jars" not in (conf or {}):
         settings["spark.jars"] = ",".join(jars)

@@ -7,9 +7,10 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 import pytest
-from cdclake.engine.events import LOG_ROWS_DDL, SEQ_SPAN
+from cdclake.engine.events import SEQ_SPAN
 from cdclake.engine.inflight import InflightBuffer
 from cdclake.engine.lake import LakeLayout
+from cdclake.spi import LOG_ROWS_DDL
 
 T0 = datetime(2026, 1, 1, 12, 0, 0)
 

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from cdclake.cli import cli
-from cdclake.engine import reconcile as rc
+from cdclake.engine.repair import reconcile as rc
 from click.testing import CliRunner
 
 from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline, pipeline_yaml
@@ -30,7 +30,7 @@ def test_reconcile_reports_exactly_the_corrupted_keys_confirms_in_flight_rows_an
     mariadb.execute(f"UPDATE {table} SET balance = balance + 1 WHERE id % 10 = 0")
     pipeline.mine()
 
-    clean = rc.reconcile(pipeline).tables[0]
+    clean = pipeline.reconcile().tables[0]
     assert (clean.ok, clean.differing, clean.chunks_mismatched) == (True, 0, 0)
     assert (clean.chunks, clean.chunking, clean.source_rows, clean.lake_rows) == (64, "key range", 299, 299)
     assert not clean.lake_behind
@@ -51,7 +51,7 @@ def test_reconcile_reports_exactly_the_corrupted_keys_confirms_in_flight_rows_an
         return wait(p, t, ordinal, 0)
 
     monkeypatch.setattr(rc, "_wait_for_lake", mining_meanwhile)
-    found = rc.reconcile(pipeline, confirm_wait_s=60).tables[0]
+    found = pipeline.reconcile(confirm_wait_s=60).tables[0]
     monkeypatch.setattr(rc, "_wait_for_lake", wait)
 
     assert _ids(found.keys) == {"only_in_source": [105], "only_in_lake": [175], "different": [110, 160]}
@@ -62,7 +62,7 @@ def test_reconcile_reports_exactly_the_corrupted_keys_confirms_in_flight_rows_an
     assert (found.confirmed, found.lake_behind, found.ok, found.repaired) == (True, False, False, False)
 
     # 150's change is not mined yet: the repair backfills it with the corrupted keys, safely.
-    fixed = rc.reconcile(pipeline, repair=True).tables[0]
+    fixed = pipeline.reconcile(repair=True).tables[0]
     assert _ids(fixed.keys) == {"only_in_source": [105, 150], "only_in_lake": [175], "different": [110, 160]}
     assert fixed.lake_behind and fixed.note and "not mined yet" in fixed.note
     assert fixed.repaired and fixed.ok and fixed.remaining == {"only_in_source": 0, "only_in_lake": 0, "different": 0}
@@ -140,7 +140,7 @@ def test_oracle_keys_are_found_and_repaired_with_an_as_of_scn_backfill(spark, tm
     spark.sql(f"INSERT INTO delta.`{path}` (ORDER_ID, LINE_NO, QTY, `__op`, `__seq`, `__position`) "
               "VALUES (999999, 7, 1, 'c', 1, 'x')")
 
-    fixed = rc.reconcile(pipeline, chunks=8, repair=True).tables[0]
+    fixed = pipeline.reconcile(chunks=8, repair=True).tables[0]
 
     key = ["ORDER_ID", "LINE_NO"]
     assert {kind: [tuple(k[c] for c in key) for k in found] for kind, found in fixed.keys.items()} == {
