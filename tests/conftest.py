@@ -115,16 +115,11 @@ def private_mariadb() -> Iterator[MariaDBServer]:
         yield server
 
 
-# JVM options of the tests' Spark driver (CDCLAKE_TEST_JAVA_OPTIONS overrides; empty: the JVM's defaults).
-TEST_JAVA_OPTIONS = ""
-
-
 @pytest.fixture(scope="session")
 def spark():  # type: ignore[no-untyped-def]
     """One local Spark session (Delta, cached jars) for the whole test session."""
     from cdclake.spark import build_spark
 
-    java = os.environ.get("CDCLAKE_TEST_JAVA_OPTIONS", TEST_JAVA_OPTIONS)
-    session = build_spark("cdclake-tests", conf={"spark.driver.extraJavaOptions": java} if java else None)
+    session = build_spark("cdclake-tests")
     yield session
     session.stop()
