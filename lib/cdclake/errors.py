@@ -56,7 +56,7 @@ class DdlParseError(CdcError):
         self.position = position
         super().__init__(
             f"could not parse DDL at {position}: {reason}\n  statement: {statement}",
-            "fix the statement's support in cdclake, or set 'schema_history.skip_unparsable_ddl: true' "
+            "fix the statement's support in cdclake, or set 'mining.skip_unparsable_ddl: true' "
             "to skip it and record it in the schema history (the table schema may then drift)",
         )
 
