@@ -15,7 +15,7 @@ from cdclake.engine.control import TABLE_DROPPED, TABLE_STREAMING, TableState, W
 from cdclake.engine.events import SEQ_SPAN
 from cdclake.engine.faults import crash_point
 from cdclake.engine.history import HistoryEntry, before_window, latest_per_table, window_ddl
-from cdclake.engine.lake import commit_tag, is_delta_table
+from cdclake.engine.lake import commit_tag, is_delta_table, sql_str
 from cdclake.errors import CdcError
 
 if TYPE_CHECKING:
@@ -146,8 +146,6 @@ class WindowApplier:
         entry of each rename of ``table`` in this window, by seq; ``path``/``app_id``: another table to
         apply to (a rebuild's staging copy) and its commit ids.
         """
-        from cdclake.engine.lake import sql_str
-
         wid = window.window_id
         path = path or self.ctx.layout.target(table)
         floor = state.ordinal if state else -1

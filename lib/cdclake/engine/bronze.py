@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from cdclake.engine.events import BRONZE_COLUMNS, BRONZE_DDL, WINDOW_MARKER_OP, event_seq
-from cdclake.engine.lake import LakeLayout, ensure_table, read_delta, sql_str
+from cdclake.engine.lake import LakeLayout, read_delta, sql_str
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -25,9 +25,6 @@ class BronzeLog:
         self.spark = spark
         self.path = layout.bronze
         self.app = f"cdclake:{layout.pipeline}"
-
-    def ensure(self) -> None:
-        ensure_table(self.spark, self.path, BRONZE_DDL)
 
     def read(self) -> DataFrame:
         return read_delta(self.spark, self.path)

@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from cdclake.config import PipelineConfig
+    from cdclake.engine.control import ControlTables
+    from cdclake.engine.lake import LakeLayout
+    from cdclake.engine.target import TargetTables
     from cdclake.schema import TableSchema
     from cdclake.spi import Source
 
@@ -45,12 +48,31 @@ class Pipeline:
 
     def __init__(self, config: PipelineConfig, source: Source, spark: SparkSession) -> None:
         self.ctx = PipelineContext.create(config, source, spark)
-        self.config = config
-        self.source = source
-        self.spark = spark
-        self.layout = self.ctx.layout
-        self.control = self.ctx.control
-        self.targets = self.ctx.targets
+
+    # What the pipeline works with (tools and tests read them); the context holds them.
+    @property
+    def config(self) -> PipelineConfig:
+        return self.ctx.config
+
+    @property
+    def source(self) -> Source:
+        return self.ctx.source
+
+    @property
+    def spark(self) -> SparkSession:
+        return self.ctx.spark
+
+    @property
+    def layout(self) -> LakeLayout:
+        return self.ctx.layout
+
+    @property
+    def control(self) -> ControlTables:
+        return self.ctx.control
+
+    @property
+    def targets(self) -> TargetTables:
+        return self.ctx.targets
 
     @classmethod
     def from_config(cls, config: PipelineConfig | str | os.PathLike[str], spark: SparkSession | None = None,

@@ -160,7 +160,7 @@ def _windows(ctx: PipelineContext, b: Backfill) -> list[WindowState]:
     first = b.detail["from_window"] or 1
     done = int(b.detail.get("replayed") or 0)
     windows = [w for w, _ in ctx.control.applied_windows()
-               if w.window_id >= first and w.window_id > done and ctx.source.position_from_dict(
+               if w.window_id >= first and w.window_id > done and ctx.position(
                    w.end).ordinal > floor]  # type: ignore[arg-type]
     if not windows:
         return []

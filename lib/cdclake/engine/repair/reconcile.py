@@ -288,7 +288,7 @@ def _reconcile_table(ctx: PipelineContext, table: str, chunks: int, max_keys: in
         result.chunks_mismatched = len(mismatched)
         if not mismatched:
             result.lake_behind = state.ordinal < read_at.ordinal
-            result.lake_position = ctx.source.position_from_dict(state.position).describe()
+            result.lake_position = ctx.position(state.position).describe()
             return result
         diff = _compare(src.where(chunk.isin(mismatched)), lake.where(chunk.isin(mismatched)), len(keys))
         diff = diff.where("kind IS NOT NULL").persist(StorageLevel.MEMORY_AND_DISK)
@@ -323,7 +323,7 @@ def _reconcile_table(ctx: PipelineContext, table: str, chunks: int, max_keys: in
     else:
         kinds = {key: r["kind"] for key, r in found.items()}
     result.lake_behind = state.ordinal < read_at.ordinal
-    result.lake_position = ctx.source.position_from_dict(state.position).describe()
+    result.lake_position = ctx.position(state.position).describe()
     for key, kind in kinds.items():
         result.keys[kind].append(_key_dict(keys, key))
     if result.lake_behind and result.differing:
