@@ -380,13 +380,8 @@ def check_server(conn: Any, client_server_id: int) -> ServerInfo:
             "are visible; a server_id clash with the others cannot be checked"
         )
 
-    if flavor == "mariadb" and (variables.get("binlog_row_metadata") or "").upper() != "FULL":
-        warnings.append(
-            f"binlog_row_metadata is {variables.get('binlog_row_metadata') or 'not set'}; "
-            "SET GLOBAL binlog_row_metadata='FULL' puts column names into the binlog"
-        )
-    elif flavor == "mysql" and variables.get("binlog_row_metadata", "").upper() not in {"", "FULL"}:
-        warnings.append("binlog_row_metadata is MINIMAL; SET GLOBAL binlog_row_metadata='FULL'")
+    # binlog_row_metadata is not checked: rows are decoded with the schema history's columns, never
+    # the binlog's optional metadata.
 
     if issues:
         raise _combined(issues)
