@@ -39,6 +39,36 @@ class Column:
 
 
 @dataclass(frozen=True)
+class UniqueKey:
+    """A unique index or constraint of the source table (its columns in index order)."""
+
+    name: str
+    columns: tuple[str, ...]
+    prefix: bool = False  # a part indexes a prefix (``name(10)``): the source ranks it after full keys
+
+
+@dataclass(frozen=True)
+class RowKey:
+    """What identifies a row of a table in the lake.
+
+    ``kind`` is ``primary key``, ``unique key`` (``name`` says which), ``key_columns`` (the pipeline
+    file's ``tables.<t>.key_columns``) or ``none``: the table is then kept as a multiset (two equal
+    rows are two rows; a delete removes exactly one of them).
+    """
+
+    kind: str
+    columns: tuple[str, ...] = ()
+    name: str | None = None
+
+    def describe(self) -> str:
+        """E.g. ``primary key (id)``, ``unique key uk_email (email)``, ``none (rows kept as a multiset)``."""
+        if self.kind == "none":
+            return "none (rows kept as a multiset)"
+        cols = ", ".join(self.columns)
+        return f"{self.kind} {self.name} ({cols})" if self.name else f"{self.kind} ({cols})"
+
+
+@dataclass(frozen=True)
 class TableSchema:
     """A source table at one log position."""
 
@@ -46,6 +76,7 @@ class TableSchema:
     table: str
     columns: list[Column]
     primary_key: list[str] = field(default_factory=list)
+    unique_keys: list[UniqueKey] = field(default_factory=list)
 
     @property
     def qualified_name(self) -> str:
@@ -64,12 +95,36 @@ class TableSchema:
     def has_column(self, name: str) -> bool:
         return any(c.name.lower() == name.lower() for c in self.columns)
 
-    def key_columns(self) -> list[str]:
-        """Primary key, or every column when the table has none (rows are then matched whole)."""
-        return list(self.primary_key) or self.column_names
+    def row_key(self) -> RowKey:
+        """The primary key; else the first unique key whose columns are all NOT NULL (the index
+        InnoDB itself would cluster on); else none.
 
-    def with_columns(self, columns: list[Column], primary_key: list[str] | None = None) -> TableSchema:
-        return replace(self, columns=columns, primary_key=self.primary_key if primary_key is None else primary_key)
+        >>> cols = [Column("id", "int", "INT"), Column("email", "varchar(9)", "STRING", nullable=False)]
+        >>> TableSchema("s", "t", cols, [], [UniqueKey("uk_id", ("id",)), UniqueKey("uk_e", ("email",))]).row_key()
+        RowKey(kind='unique key', columns=('email',), name='uk_e')
+        >>> TableSchema("s", "t", cols).row_key().describe()
+        'none (rows kept as a multiset)'
+        """
+        if self.primary_key:
+            return RowKey("primary key", tuple(self.primary_key))
+        for key in sorted(self.unique_keys, key=lambda k: k.prefix):  # stable: full keys, then prefix ones
+            if key.columns and all(self.has_column(c) and not self.column(c).nullable for c in key.columns):
+                return RowKey("unique key", tuple(self.column(c).name for c in key.columns), key.name)
+        return RowKey("none")
+
+    def key_columns(self) -> list[str]:
+        """The columns of :meth:`row_key`; empty for a table kept as a multiset."""
+        return list(self.row_key().columns)
+
+    def with_columns(self, columns: list[Column], primary_key: list[str] | None = None,
+                     unique_keys: list[UniqueKey] | None = None) -> TableSchema:
+        """The schema with other columns; unique keys lose columns that are gone (a key left with none
+        is dropped), as the source drops a dropped column from its indexes."""
+        names = {c.name.lower() for c in columns}
+        keys = self.unique_keys if unique_keys is None else unique_keys
+        kept = [replace(k, columns=tuple(c for c in k.columns if c.lower() in names)) for k in keys]
+        return replace(self, columns=columns, primary_key=self.primary_key if primary_key is None else primary_key,
+                       unique_keys=[k for k in kept if k.columns])
 
     def renamed(self, database: str, table: str) -> TableSchema:
         return replace(self, database=database, table=table)
@@ -81,4 +136,5 @@ class TableSchema:
     def from_json(cls, text: str) -> TableSchema:
         raw = json.loads(text)
         cols = [Column(**c) for c in raw["columns"]]
-        return cls(raw["database"], raw["table"], cols, list(raw.get("primary_key") or []))
+        keys = [UniqueKey(k["name"], tuple(k["columns"]), bool(k.get("prefix"))) for k in raw.get("unique_keys") or []]
+        return cls(raw["database"], raw["table"], cols, list(raw.get("primary_key") or []), keys)

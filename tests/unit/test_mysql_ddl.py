@@ -279,8 +279,6 @@ def test_alter_index_and_constraint_clauses_change_no_column() -> None:
     for spec in (
         "ADD INDEX i (a)",
         "ADD KEY (a, b)",
-        "ADD UNIQUE KEY u (b)",
-        "ADD UNIQUE (b)",
         "ADD FULLTEXT INDEX ft (a)",
         "ADD CONSTRAINT fk FOREIGN KEY (b) REFERENCES o (id) ON DELETE SET NULL",
         "ADD FOREIGN KEY (b) REFERENCES o (id)",
@@ -295,6 +293,35 @@ def test_alter_index_and_constraint_clauses_change_no_column() -> None:
     ):
         out = apply_ddl(f"ALTER TABLE t {spec}", "shop", r)
         assert out.ignored and out.changes == {}, spec
+
+
+def test_unique_keys_are_tracked_and_give_the_row_key() -> None:
+    """Unique keys as MySQL names them; the row key is the first all-NOT-NULL one, full keys before
+    prefix keys (the order SHOW CREATE TABLE lists them in), whatever the statement's order."""
+    out = apply_ddl("CREATE TABLE t (a int, b varchar(9) NOT NULL, c int NOT NULL UNIQUE, "
+                    "UNIQUE (b(3)), UNIQUE KEY (a), CONSTRAINT uk UNIQUE (b, c))", "shop", {})
+    t = out.changes["shop.t"]
+    assert [(k.name, k.columns, k.prefix) for k in t.unique_keys] == [
+        ("c", ("c",), False), ("b", ("b",), True), ("a", ("a",), False), ("uk", ("b", "c"), False)]
+    assert t.row_key().describe() == "unique key c (c)"
+    shown = apply_ddl("CREATE TABLE t (a int, b varchar(9) NOT NULL, c int NOT NULL, UNIQUE KEY uk (b, c), "
+                      "UNIQUE KEY c (c), UNIQUE KEY a (a), UNIQUE KEY b (b(3)))", "shop", {}).changes["shop.t"]
+    assert shown.row_key().describe() == "unique key uk (b, c)"  # the first full NOT NULL key listed
+    steps = [
+        ("ALTER TABLE t DROP INDEX c", "unique key uk (b, c)"),
+        ("ALTER TABLE t RENAME INDEX uk TO uk2, CHANGE b bb varchar(9) NOT NULL", "unique key uk2 (bb, c)"),
+        ("ALTER TABLE t DROP COLUMN c", "unique key uk2 (bb)"),
+        ("DROP INDEX uk2 ON t", "unique key b (bb)"),
+        ("ALTER TABLE t MODIFY bb varchar(9) NULL", "none (rows kept as a multiset)"),
+        ("CREATE UNIQUE INDEX ux ON t (a)", "none (rows kept as a multiset)"),
+        ("ALTER TABLE t MODIFY a int NOT NULL", "unique key a (a)"),
+        ("ALTER TABLE t ADD CONSTRAINT pk PRIMARY KEY (bb)", "primary key (bb)"),
+    ]
+    for statement, key in steps:
+        out = apply_ddl(statement, "shop", {"shop.t": t})
+        t = out.changes["shop.t"]
+        assert t.row_key().describe() == key, statement
+    assert type(t).from_json(t.to_json()) == t
 
 
 def test_alter_table_options_algorithm_lock_engine_are_no_change() -> None:
@@ -402,7 +429,7 @@ def test_truncate() -> None:
         "DROP DATABASE shop",
         "DROP SCHEMA IF EXISTS shop",
         "CREATE INDEX i ON t (a)",
-        "CREATE UNIQUE INDEX i ON t (a)",
+        "CREATE UNIQUE INDEX i ON other (a)",
         "DROP INDEX i ON t",
         "GRANT SELECT ON *.* TO 'u'@'%'",
         "CREATE USER 'u'@'%' IDENTIFIED BY 'p'",

@@ -321,7 +321,7 @@ def test_rename_statement() -> None:
      "ALTER TABLE t ENABLE ROW MOVEMENT", "ALTER TABLE t MOVE ONLINE TABLESPACE users UPDATE INDEXES",
      "ALTER TABLE t SHRINK SPACE CASCADE", "ALTER TABLE t NOLOGGING", "ALTER TABLE t PARALLEL 4",
      "ALTER TABLE t ADD CONSTRAINT ck CHECK (amount > 0) ENABLE NOVALIDATE",
-     "ALTER TABLE t ADD CONSTRAINT uk UNIQUE (name)", "ALTER TABLE t DROP CONSTRAINT ck",
+     "ALTER TABLE t DROP CONSTRAINT ck",
      "ALTER TABLE t MODIFY CONSTRAINT ck DISABLE", "ALTER TABLE t DISABLE CONSTRAINT ck",
      "ALTER TABLE t RENAME CONSTRAINT ck TO ck2", "ALTER TABLE t ADD PARTITION p2 VALUES LESS THAN (100)",
      "ALTER TABLE t SPLIT PARTITION p AT (10) INTO (PARTITION p1, PARTITION p2) UPDATE INDEXES",
@@ -332,6 +332,31 @@ def test_rename_statement() -> None:
 def test_alter_clauses_without_column_changes(sql: str) -> None:
     out = apply_ddl(sql, reg(table()), "HR")
     assert out.ignored and out.changes == {}, sql
+
+
+def test_unique_constraints_give_the_row_key() -> None:
+    """Enforced unique constraints are tracked; the row key is the first whose columns are NOT NULL.
+    A key Oracle named itself (SYS_C...) is forgotten when an unknown name is dropped or disabled:
+    the table then falls back to the next key or to a multiset, which is exact for any table."""
+    t = apply_ddl('CREATE TABLE "HR"."T" ("A" NUMBER(9), "B" VARCHAR2(9) NOT NULL UNIQUE, "C" NUMBER NOT NULL, '
+                  'CONSTRAINT "UK" UNIQUE ("C") USING INDEX ENABLE, CONSTRAINT "UD" UNIQUE ("A") DISABLE)',
+                  {}, "HR").changes["HR.T"]
+    assert t.row_key().describe() == "unique key (B)"
+    steps = [
+        ("ALTER TABLE HR.T DROP CONSTRAINT SYS_C0042", "unique key UK (C)"),
+        ("ALTER TABLE HR.T RENAME COLUMN C TO CC", "unique key UK (CC)"),
+        ("ALTER TABLE HR.T RENAME CONSTRAINT UK TO UK2", "unique key UK2 (CC)"),
+        ("ALTER TABLE HR.T ADD CONSTRAINT U2 UNIQUE (A)", "unique key UK2 (CC)"),
+        ("ALTER TABLE HR.T DISABLE CONSTRAINT UK2", "none (rows kept as a multiset)"),
+        ("ALTER TABLE HR.T MODIFY A NOT NULL", "unique key U2 (A)"),
+        ("ALTER TABLE HR.T DROP UNIQUE (A)", "none (rows kept as a multiset)"),
+        ("ALTER TABLE HR.T ADD (D NUMBER NOT NULL CONSTRAINT UD2 UNIQUE)", "unique key UD2 (D)"),
+        ("ALTER TABLE HR.T MODIFY CONSTRAINT UD2 DISABLE", "none (rows kept as a multiset)"),
+        ("ALTER TABLE HR.T ADD CONSTRAINT PK PRIMARY KEY (D)", "primary key (D)"),
+    ]
+    for statement, key in steps:
+        t = apply_ddl(statement, {"HR.T": t}, "HR").changes["HR.T"]
+        assert t.row_key().describe() == key, statement
 
 
 def test_alter_of_an_unknown_table_is_ignored() -> None:

@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from cdclake.errors import DdlParseError
-from cdclake.schema import Column, TableSchema
+from cdclake.schema import Column, TableSchema, UniqueKey
 from cdclake.sources.mysql.types import column_from_definition
 from cdclake.spi import DdlOutcome
 from cdclake.sqltokens import SqlDialect, SqlParseError, Token, TokenCursor, tokenize
@@ -67,6 +67,7 @@ class _ColumnDef:
     primary_key: bool = False
     position: tuple[str, str | None] | None = None  # ('first', None) | ('after', name)
     charset_explicit: bool = False
+    unique: bool = False  # column-level UNIQUE [KEY]
 
 
 def _skip_expr(cur: TokenCursor) -> None:
@@ -139,7 +140,7 @@ def _parse_column_def(
                                                                                "COLLATE")):
         if not charset_clause():
             extra.append(cur.next().text)
-    nullable, default, pk, json_check = True, None, False, False
+    nullable, default, pk, json_check, unique = True, None, False, False, False
     position: tuple[str, str | None] | None = None
     while not cur.at_end():
         if charset_clause():
@@ -161,6 +162,7 @@ def _parse_column_def(
             pk, nullable = True, False
         elif cur.accept("UNIQUE"):
             cur.accept("KEY")
+            unique = True
         elif cur.accept_any("COMMENT", "COLUMN_FORMAT", "STORAGE", "SRID"):
             cur.next()
         elif cur.accept("COMPRESSED"):
@@ -221,7 +223,7 @@ def _parse_column_def(
             )
     except ValueError as exc:
         raise SqlParseError(str(exc)) from exc
-    return _ColumnDef(col, pk, position, charset_explicit)
+    return _ColumnDef(col, pk, position, charset_explicit, unique)
 
 
 def _key_columns(items: list[list[Token]]) -> list[str]:
@@ -232,6 +234,53 @@ def _key_columns(items: list[list[Token]]) -> list[str]:
             raise SqlParseError("unsupported index part (expression index on a primary key?)")
         names.append(item[0].text)
     return names
+
+
+def _unique_index(cur: TokenCursor, symbol: str | None) -> tuple[str | None, list[str], bool]:
+    """After ``UNIQUE``: ``[KEY|INDEX] [name] [USING t] (parts) [options]`` -> name (the index name,
+    else the constraint symbol), columns, and whether a part is a prefix (``name(10)``)."""
+    cur.accept("KEY") or cur.accept("INDEX")
+    name = symbol
+    while (t := cur.peek()) is not None and not (t.kind == "punct" and t.text == "("):
+        if cur.accept("USING"):
+            cur.next()
+        else:
+            name = cur.name()
+    items = cur.split_group()
+    prefix = any(len(item) > 1 and item[1].kind == "punct" and item[1].text == "(" for item in items)
+    cur.i = len(cur.toks)  # index options (COMMENT, USING, INVISIBLE...) do not matter here
+    return name, _key_columns(items), prefix
+
+
+class _Keys:
+    """A table's unique keys while a statement changes them (names as MySQL gives them)."""
+
+    def __init__(self, keys: list[UniqueKey]) -> None:
+        self.keys = list(keys)
+
+    def add(self, name: str | None, columns: list[str], prefix: bool = False) -> None:
+        taken = {k.name.lower() for k in self.keys} | {"primary"}
+        if name is None:  # MySQL names an unnamed index after its first column: a, a_2, a_3...
+            name, n = columns[0], 2
+            while name.lower() in taken:
+                name, n = f"{columns[0]}_{n}", n + 1
+        self.keys.append(UniqueKey(name, tuple(columns), prefix))
+
+    def drop(self, name: str) -> bool:
+        """Drop the unique key ``name``; False if there is none (a plain index, a foreign key...)."""
+        kept = [k for k in self.keys if k.name.lower() != name.lower()]
+        dropped, self.keys = len(kept) != len(self.keys), kept
+        return dropped
+
+    def rename_index(self, old: str, new: str) -> bool:
+        if not any(k.name.lower() == old.lower() for k in self.keys):
+            return False
+        self.keys = [UniqueKey(new, k.columns, k.prefix) if k.name.lower() == old.lower() else k for k in self.keys]
+        return True
+
+    def rename_column(self, old: str, new: str) -> None:
+        self.keys = [UniqueKey(k.name, tuple(new if c.lower() == old.lower() else c for c in k.columns), k.prefix)
+                     for k in self.keys]
 
 
 # ---- statement handlers -------------------------------------------------------------------------
@@ -301,6 +350,10 @@ def _create_table(cur: TokenCursor, reg: _Registry) -> None:
     or_replace = cur.accept("OR", "REPLACE")
     if cur.accept("TEMPORARY"):
         return  # session-local, never row-logged
+    cur.accept("ONLINE") or cur.accept("OFFLINE")
+    if cur.accept("UNIQUE"):
+        _create_unique_index(cur, reg, or_replace)
+        return
     if not cur.accept("TABLE"):
         return  # CREATE DATABASE/INDEX/VIEW/USER/... do not shape tables
     if_not_exists = cur.accept("IF", "NOT", "EXISTS")
@@ -329,14 +382,18 @@ def _create_table(cur: TokenCursor, reg: _Registry) -> None:
     table_charset = _table_charset(cur.toks[cur.i :])
     columns: list[Column] = []
     pk: list[str] = []
+    keys = _Keys([])
     json_checks: set[str] = set()
     for item in elements:
         head = TokenCursor(cur.sql, item)
+        symbol = None
         if head.accept("CONSTRAINT"):
             nxt = head.peek()
             if nxt is not None and not nxt.is_("PRIMARY", "UNIQUE", "FOREIGN", "CHECK"):
-                head.name()
-        if head.accept("PRIMARY", "KEY"):
+                symbol = head.name()
+        if head.accept("UNIQUE"):
+            keys.add(*_unique_index(head, symbol))
+        elif head.accept("PRIMARY", "KEY"):
             while (t := head.peek()) is not None and not (t.kind == "punct" and t.text == "("):
                 head.next()  # index name, USING BTREE
             pk = _key_columns(head.split_group())
@@ -353,6 +410,8 @@ def _create_table(cur: TokenCursor, reg: _Registry) -> None:
             columns.append(cdef.column)
             if cdef.primary_key:
                 pk = [cdef.column.name]
+            if cdef.unique:
+                keys.add(None, [cdef.column.name])
     columns = [
         column_from_definition(c.name, "json", c.nullable, c.default, c.attrs.get("charset"))
         if c.name.lower() in json_checks and c.attrs.get("base") == "longtext"
@@ -361,7 +420,46 @@ def _create_table(cur: TokenCursor, reg: _Registry) -> None:
     ]
     if not columns:
         raise SqlParseError("CREATE TABLE has no columns")
-    reg.put(key, TableSchema(name_db, name_table, columns, _pk_spelling(columns, pk)))
+    reg.put(key, TableSchema(name_db, name_table, columns, _pk_spelling(columns, pk),
+                             _key_spelling(columns, keys.keys)))
+
+
+def _create_unique_index(cur: TokenCursor, reg: _Registry, or_replace: bool) -> None:
+    """``CREATE UNIQUE INDEX [IF NOT EXISTS] name [USING t] ON tbl (parts)``: a unique key."""
+    if not cur.accept("INDEX"):
+        return
+    if_not_exists = cur.accept("IF", "NOT", "EXISTS")
+    name = cur.name()
+    if cur.accept("USING"):
+        cur.next()
+    if not cur.accept("ON"):
+        raise SqlParseError("CREATE UNIQUE INDEX needs ON")
+    key = reg.resolve(*cur.qualified_name())
+    if not reg.known(key):
+        return
+    schema = reg.current[key]
+    keys = _Keys(schema.unique_keys)
+    if any(k.name.lower() == name.lower() for k in keys.keys):
+        if if_not_exists and not or_replace:
+            return
+        keys.drop(name)
+    _, columns, prefix = _unique_index(cur, name)
+    keys.add(name, columns, prefix)
+    reg.put(key, schema.with_columns(schema.columns, None, _key_spelling(schema.columns, keys.keys)))
+
+
+def _drop_index(cur: TokenCursor, reg: _Registry) -> None:
+    """``DROP INDEX [IF EXISTS] name ON tbl``: a unique key may go."""
+    cur.accept("IF", "EXISTS")
+    name = cur.name()
+    if not cur.accept("ON"):
+        return
+    key = reg.resolve(*cur.qualified_name())
+    if reg.known(key) and any(k.name.lower() == name.lower() for k in reg.current[key].unique_keys):
+        schema = reg.current[key]
+        keys = _Keys(schema.unique_keys)
+        keys.drop(name)
+        reg.put(key, schema.with_columns(schema.columns, None, keys.keys))
 
 
 def _table_charset(toks: list[Token]) -> str | None:
@@ -389,6 +487,14 @@ def _pk_spelling(columns: list[Column], pk: list[str]) -> list[str]:
             raise SqlParseError(f"primary key names unknown column {name!r}")
         out.append(by_lower[name.lower()])
     return out
+
+
+def _key_spelling(columns: list[Column], keys: list[UniqueKey]) -> list[UniqueKey]:
+    """Unique keys with their columns spelled as the table's columns; keys naming unknown columns
+    (an expression index) are left out."""
+    by_lower = {c.name.lower(): c.name for c in columns}
+    return [UniqueKey(k.name, tuple(by_lower[c.lower()] for c in k.columns), k.prefix) for k in keys
+            if k.columns and all(c.lower() in by_lower for c in k.columns)]
 
 
 def _guess_table_charset(schema: TableSchema, old: Column | None) -> str:
@@ -437,6 +543,7 @@ def _alter_table(cur: TokenCursor, reg: _Registry) -> None:
     schema = reg.current[key]
     columns = list(schema.columns)
     pk = list(schema.primary_key)
+    keys = _Keys(schema.unique_keys)
     new_key: str | None = None
     renames: dict[str, str] = {}
     changed = False
@@ -461,20 +568,26 @@ def _alter_table(cur: TokenCursor, reg: _Registry) -> None:
                     _place(columns, col, d.position, len(columns))
                     if d.primary_key:
                         pk = [col.name]
+                    if d.unique:
+                        keys.add(None, [col.name])
                 changed = True
             else:
+                symbol = None
                 if c.accept("CONSTRAINT"):
                     t = c.peek()
                     if t is not None and not t.is_("PRIMARY", "UNIQUE", "FOREIGN", "CHECK"):
-                        c.name()
-                if c.accept("PRIMARY", "KEY"):
+                        symbol = c.name()
+                if c.accept("UNIQUE"):
+                    keys.add(*_unique_index(c, symbol))
+                    changed = True
+                elif c.accept("PRIMARY", "KEY"):
                     while (t := c.peek()) is not None and not (t.kind == "punct" and t.text == "("):
                         c.next()
                     pk = _pk_spelling(columns, _key_columns(c.split_group()))
                     columns = [replace(col, nullable=False) if col.name in pk else col for col in columns]
                     changed = True
                 elif c.peek_is(
-                    "INDEX", "KEY", "UNIQUE", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK", "PARTITION",
+                    "INDEX", "KEY", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK", "PARTITION",
                     "PERIOD", "SYSTEM",
                 ):
                     pass
@@ -483,9 +596,10 @@ def _alter_table(cur: TokenCursor, reg: _Registry) -> None:
         elif c.accept("DROP"):
             if c.accept("PRIMARY", "KEY"):
                 pk, changed = [], True
-            elif c.peek_is(
-                "INDEX", "KEY", "FOREIGN", "CONSTRAINT", "CHECK", "SYSTEM", "PERIOD"
-            ):
+            elif c.accept("INDEX") or c.accept("KEY") or c.accept("CONSTRAINT"):
+                c.accept("IF", "EXISTS")
+                changed = keys.drop(c.name()) or changed
+            elif c.peek_is("FOREIGN", "CHECK", "SYSTEM", "PERIOD"):
                 pass
             elif c.accept("PARTITION"):
                 raise SqlParseError("DROP PARTITION removes rows without row events; re-snapshot the table")
@@ -521,9 +635,12 @@ def _alter_table(cur: TokenCursor, reg: _Registry) -> None:
             _place(columns, col, d.position, k)
             if col.name != old.name:
                 renames[old.name] = col.name
+                keys.rename_column(old.name, col.name)
             pk = [col.name if p == old.name else p for p in pk]
             if d.primary_key:
                 pk = [col.name]
+            if d.unique:
+                keys.add(None, [col.name])
             changed = True
         elif c.accept("RENAME"):
             if c.accept("COLUMN"):
@@ -537,10 +654,14 @@ def _alter_table(cur: TokenCursor, reg: _Registry) -> None:
                 old = columns[k]
                 columns[k] = replace(old, name=new_name)
                 renames[old.name] = new_name
+                keys.rename_column(old.name, new_name)
                 pk = [new_name if p == old.name else p for p in pk]
                 changed = True
             elif c.accept("INDEX") or c.accept("KEY"):
-                c.i = len(c.toks)
+                old_index = c.name()
+                if not c.accept("TO"):
+                    raise SqlParseError("RENAME INDEX needs TO")
+                changed = keys.rename_index(old_index, c.name()) or changed
             else:
                 c.accept("TO") or c.accept("AS")
                 new_key = reg.resolve(*c.qualified_name())
@@ -588,7 +709,7 @@ def _alter_table(cur: TokenCursor, reg: _Registry) -> None:
         if not c.at_end() and _strict_spec(c, spec):
             raise SqlParseError(f"unexpected {c.peek_text()!r} in {cur.text(spec[0], spec[-1])!r}")
     if changed:
-        reg.put(key, schema.with_columns(columns, _pk_spelling(columns, pk)))
+        reg.put(key, schema.with_columns(columns, _pk_spelling(columns, pk), keys.keys))
     if new_key is not None and new_key != key:
         reg.rename(key, new_key)
     if renames:
@@ -604,8 +725,7 @@ def _alter_table(cur: TokenCursor, reg: _Registry) -> None:
 def _strict_spec(c: TokenCursor, spec: list[Token]) -> bool:
     """Specs whose whole text this parser reads (leftover tokens there mean a misread)."""
     head = " ".join(t.up for t in spec[:2])
-    if head.startswith(("DROP INDEX", "DROP KEY", "DROP FOREIGN", "DROP CONSTRAINT", "DROP CHECK",
-                        "DROP SYSTEM", "DROP PERIOD", "RENAME INDEX", "RENAME KEY")):
+    if head.startswith(("DROP FOREIGN", "DROP CHECK", "DROP SYSTEM", "DROP PERIOD")):
         return False
     return spec[0].up in ("DROP", "RENAME")
 
@@ -653,8 +773,12 @@ def _with_table_charset(d: _ColumnDef, schema: TableSchema, old: Column | None) 
 def _drop_table(cur: TokenCursor, reg: _Registry) -> None:
     if cur.accept("TEMPORARY"):
         return
+    cur.accept("ONLINE") or cur.accept("OFFLINE")
+    if cur.accept("INDEX"):
+        _drop_index(cur, reg)
+        return
     if not cur.accept("TABLE"):
-        return  # DROP DATABASE/INDEX/VIEW/...: no table schema change we track
+        return  # DROP DATABASE/VIEW/...: no table schema change we track
     cur.accept("IF", "EXISTS")
     while True:
         key = reg.resolve(*cur.qualified_name())

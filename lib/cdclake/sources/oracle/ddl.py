@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, replace
 
 from cdclake.errors import DdlParseError
-from cdclake.schema import Column, TableSchema
+from cdclake.schema import Column, TableSchema, UniqueKey
 from cdclake.sources.oracle.types import column_from_oracle
 from cdclake.spi import DdlOutcome
 from cdclake.sqltokens import SqlDialect, SqlParseError, Token, TokenCursor, tokenize
@@ -93,6 +93,7 @@ class _ColumnDef:
     primary_key: bool = False
     virtual: bool = False
     identity: bool = False
+    unique: str | None = None  # an inline UNIQUE constraint: its name ('' when unnamed)
 
     def column(self) -> Column:
         if self.type_text is None:
@@ -212,8 +213,7 @@ def _generated_body(cur: TokenCursor, d: _ColumnDef) -> None:
 def _inline_constraint(cur: TokenCursor, d: _ColumnDef) -> bool:
     """Consume one inline constraint or constraint-state word; False if none comes next."""
     start = cur.i
-    if cur.accept("CONSTRAINT"):
-        cur.name()
+    name = cur.name() if cur.accept("CONSTRAINT") else ""
     if cur.accept("NOT", "NULL"):
         d.nullable = False
     elif cur.accept("NULL"):
@@ -222,7 +222,7 @@ def _inline_constraint(cur: TokenCursor, d: _ColumnDef) -> bool:
         d.primary_key = True
         d.nullable = False if d.nullable is None else d.nullable
     elif cur.accept("UNIQUE"):
-        pass
+        d.unique = name
     elif cur.accept("CHECK"):
         cur.skip_group()
     elif cur.accept("REFERENCES"):
@@ -263,19 +263,33 @@ def _key_columns(items: list[list[Token]]) -> list[str]:
     return names
 
 
-def _constraint_item(cur: TokenCursor) -> list[str] | None:
-    """An out-of-line constraint at the cursor: its primary key columns, or None for other kinds.
+def _constraint_item(cur: TokenCursor) -> list[str] | UniqueKey | None:
+    """An out-of-line constraint at the cursor: its primary key columns, an enforced unique key
+    (name ``''`` when the statement leaves naming to Oracle), or None for other kinds.
 
     The cursor must be at ``CONSTRAINT``/``PRIMARY``/``UNIQUE``/``FOREIGN``/``CHECK``; the rest of
     the constraint (state, USING INDEX, references) is left for the caller to skip.
     """
-    if cur.accept("CONSTRAINT"):
-        cur.name()
+    name = cur.name() if cur.accept("CONSTRAINT") else ""
     if cur.accept("PRIMARY", "KEY"):
         return _key_columns(cur.split_group())
-    if cur.accept("UNIQUE") or cur.accept("FOREIGN", "KEY") or cur.accept("CHECK"):
+    if cur.accept("UNIQUE"):
+        columns = tuple(_key_columns(cur.split_group()))
+        # DISABLE/NOVALIDATE: rows need not be unique, so not a row key.
+        state = {t.up for t in cur.toks[cur.i:] if t.kind == "word"}
+        return None if state & {"DISABLE", "NOVALIDATE"} else UniqueKey(name, columns)
+    if cur.accept("FOREIGN", "KEY") or cur.accept("CHECK"):
         return None
     raise SqlParseError(f"unsupported constraint {cur.peek_text()!r}")
+
+
+def _forget_unique(keys: list[UniqueKey], name: str) -> list[UniqueKey]:
+    """Keys left after constraint ``name`` is dropped or disabled. Oracle names an unnamed constraint
+    itself (``SYS_C...``), so an unknown name may be one of the unnamed keys: those go too (a table
+    with no key left is kept as a multiset, which is exact for any table)."""
+    if any(k.name == name for k in keys):
+        return [k for k in keys if k.name != name]
+    return [k for k in keys if k.name]
 
 
 _CONSTRAINT_START = ("CONSTRAINT", "PRIMARY", "UNIQUE", "FOREIGN", "CHECK")
@@ -380,11 +394,14 @@ def _create(cur: TokenCursor, reg: _Registry) -> None:
                               "statement; re-snapshot the table")
     columns: list[Column] = []
     pk: list[str] = []
+    unique: list[UniqueKey] = []
     for item in items:
         c = TokenCursor(cur.sql, item)
         if c.peek_is(*_CONSTRAINT_START):
             found = _constraint_item(c)
-            if found is not None:
+            if isinstance(found, UniqueKey):
+                unique.append(found)
+            elif found is not None:
                 pk = found
         elif c.accept("SUPPLEMENTAL", "LOG") or c.accept("PERIOD", "FOR") or c.accept("SCOPE", "FOR"):
             pass
@@ -397,9 +414,20 @@ def _create(cur: TokenCursor, reg: _Registry) -> None:
             columns.append(d.column())
             if d.primary_key:
                 pk = [d.name]
+            if d.unique is not None:
+                unique.append(UniqueKey(d.unique, (d.name,)))
     if not columns:
         raise SqlParseError("CREATE TABLE has no columns")
-    reg.put(key, TableSchema(owner, table, _not_null_key(columns, pk), _check_key(columns, pk)))
+    reg.put(key, TableSchema(owner, table, _not_null_key(columns, pk), _check_key(columns, pk),
+                             _check_unique(columns, unique)))
+
+
+def _check_unique(columns: list[Column], keys: list[UniqueKey]) -> list[UniqueKey]:
+    names = {c.name for c in columns}
+    for k in keys:
+        if not set(k.columns) <= names:
+            raise SqlParseError(f"unique constraint {k.name or ''} names unknown column(s) {', '.join(k.columns)}")
+    return list(keys)
 
 
 def _check_key(columns: list[Column], pk: list[str]) -> list[str]:
@@ -466,7 +494,7 @@ def _alter(cur: TokenCursor, reg: _Registry) -> None:
     if not reg.known(key):
         return  # not captured: nothing to evolve
     schema = reg.current[key]
-    st = _AlterState(list(schema.columns), list(schema.primary_key))
+    st = _AlterState(list(schema.columns), list(schema.primary_key), list(schema.unique_keys))
     new_name: tuple[str, str, str] | None = None
     while not cur.at_end():
         if cur.accept("ADD"):
@@ -493,10 +521,20 @@ def _alter(cur: TokenCursor, reg: _Registry) -> None:
             elif cur.accept("TO"):
                 new_owner, new_table = cur.qualified_name()
                 new_name = reg.resolve(new_owner or owner, new_table)
-            elif cur.peek_is("CONSTRAINT", "PARTITION", "SUBPARTITION"):
+            elif cur.accept("CONSTRAINT"):
+                old = cur.name()
+                if not cur.accept("TO"):
+                    raise SqlParseError("RENAME CONSTRAINT needs TO")
+                new = cur.name()
+                if any(k.name == old for k in st.unique):
+                    st.unique = [UniqueKey(new, k.columns) if k.name == old else k for k in st.unique]
+                    st.changed = True
+            elif cur.peek_is("PARTITION", "SUBPARTITION"):
                 _skip_clause(cur)
             else:
                 raise SqlParseError(f"unsupported RENAME {cur.peek_text()!r}")
+        elif cur.peek_is("DISABLE"):
+            _alter_disable(cur, st)
         elif (t := cur.peek()) is not None and t.up in _DATA_PARTITION_OPS and _at_clause(cur):
             raise SqlParseError(f"{t.up} PARTITION changes rows without row changes in the redo; "
                               "re-snapshot the table")
@@ -505,7 +543,8 @@ def _alter(cur: TokenCursor, reg: _Registry) -> None:
         else:
             raise SqlParseError(f"unsupported ALTER TABLE clause at {cur.peek_text()!r}")
     if st.changed:
-        reg.put(key, schema.with_columns(_not_null_key(st.columns, st.pk), _check_key(st.columns, st.pk)))
+        reg.put(key, schema.with_columns(_not_null_key(st.columns, st.pk), _check_key(st.columns, st.pk),
+                                         _check_unique(st.columns, st.unique)))
     if st.renames:
         reg.outcome.column_renames[key] = st.renames
     if new_name is not None and new_name[0] != key:
@@ -516,6 +555,7 @@ def _alter(cur: TokenCursor, reg: _Registry) -> None:
 class _AlterState:
     columns: list[Column]
     pk: list[str]
+    unique: list[UniqueKey]
     changed: bool = False
 
     def __post_init__(self) -> None:
@@ -533,7 +573,24 @@ class _AlterState:
         self.columns.append(d.column())
         if d.primary_key:
             self.pk = [d.name]
+        if d.unique is not None:
+            self.unique.append(UniqueKey(d.unique, (d.name,)))
         self.changed = True
+
+    def constraint(self, found: list[str] | UniqueKey | None) -> None:
+        if isinstance(found, UniqueKey):
+            self.unique.append(found)
+            self.changed = True
+        elif found is not None:
+            self.pk, self.changed = found, True
+
+    def forget_unique(self, name: str | None = None, columns: tuple[str, ...] | None = None) -> None:
+        before = self.unique
+        if columns is not None:
+            self.unique = [k for k in self.unique if k.columns != columns]
+        elif name is not None:
+            self.unique = _forget_unique(self.unique, name)
+        self.changed = self.changed or self.unique != before
 
     def drop(self, names: list[str]) -> None:
         for name in names:
@@ -543,6 +600,7 @@ class _AlterState:
             del self.columns[k]
             if name in self.pk:
                 self.pk = []  # dropping a key column drops the primary key (CASCADE CONSTRAINTS)
+            self.unique = [u for u in self.unique if name not in u.columns]  # and its unique constraints
             self.renames = {o: n for o, n in self.renames.items() if n != name}
         self.changed = True
 
@@ -554,6 +612,7 @@ class _AlterState:
             raise SqlParseError(f"RENAME COLUMN to an existing column name {new!r}")
         self.columns[k] = replace(self.columns[k], name=new)
         self.pk = [new if p == old else p for p in self.pk]
+        self.unique = [UniqueKey(u.name, tuple(new if c == old else c for c in u.columns)) for u in self.unique]
         origin = next((o for o, n in self.renames.items() if n == old), old)
         self.renames.pop(origin, None)
         if origin != new:
@@ -578,6 +637,8 @@ class _AlterState:
         self.columns[k] = replace(col, nullable=nullable, default=default)
         if d.primary_key:
             self.pk = [d.name]
+        if d.unique is not None:
+            self.unique.append(UniqueKey(d.unique, (d.name,)))
         self.changed = True
 
 
@@ -595,17 +656,13 @@ def _alter_add(cur: TokenCursor, st: _AlterState) -> None:
         for item in cur.split_group():
             c = TokenCursor(cur.sql, item)
             if c.peek_is(*_CONSTRAINT_START):
-                found = _constraint_item(c)
-                if found is not None:
-                    st.pk, st.changed = found, True
+                st.constraint(_constraint_item(c))
             else:
                 st.add(_parse_column_def(cur.sql, item))
         cur.take_until(_at_clause)  # column properties (LOB storage ...) are separate clauses
     elif cur.peek_is(*_CONSTRAINT_START):
-        found = _constraint_item(cur)
-        if found is not None:
-            st.pk, st.changed = found, True
-        cur.take_until(_at_clause)
+        clause = TokenCursor(cur.sql, cur.take_until(_at_clause))
+        st.constraint(_constraint_item(clause))
     elif cur.peek_is("SUPPLEMENTAL", "PARTITION", "SUBPARTITION", "PERIOD", "ATTRIBUTE", "OVERFLOW", "VALUES"):
         _skip_clause(cur)
     else:
@@ -617,11 +674,33 @@ def _alter_modify(cur: TokenCursor, st: _AlterState) -> None:
         for item in cur.split_group():
             st.modify(_parse_column_def(cur.sql, item, modify=True))
         cur.take_until(_at_clause)
-    elif cur.peek_is("CONSTRAINT", "PRIMARY", "UNIQUE", "PARTITION", "SUBPARTITION", "LOB", "DEFAULT", "NESTED",
+    elif cur.accept("CONSTRAINT"):
+        name = cur.name()
+        state = {t.up for t in cur.take_until(_at_clause) if t.kind == "word"}
+        if state & {"DISABLE", "NOVALIDATE"}:
+            st.forget_unique(name=name)
+    elif cur.peek_is("PRIMARY", "UNIQUE", "PARTITION", "SUBPARTITION", "LOB", "DEFAULT", "NESTED",
                      "VARRAY", "COLUMN", "OPAQUE", "CLUSTERING", "SHARING"):
+        if cur.accept("UNIQUE"):
+            columns = tuple(_key_columns(cur.split_group()))
+            state = {t.up for t in cur.take_until(_at_clause) if t.kind == "word"}
+            if state & {"DISABLE", "NOVALIDATE"}:
+                st.forget_unique(columns=columns)
+            return
         _skip_clause(cur)
     else:
         st.modify(_parse_column_def(cur.sql, _column_tokens(cur), modify=True))
+
+
+def _alter_disable(cur: TokenCursor, st: _AlterState) -> None:
+    """``DISABLE [VALIDATE|NOVALIDATE] CONSTRAINT name | UNIQUE (cols) ...``: duplicates may come."""
+    cur.accept("DISABLE")
+    cur.accept("VALIDATE") or cur.accept("NOVALIDATE")
+    if cur.accept("CONSTRAINT"):
+        st.forget_unique(name=cur.name())
+    elif cur.accept("UNIQUE"):
+        st.forget_unique(columns=tuple(_key_columns(cur.split_group())))
+    cur.take_until(_at_clause)
 
 
 def _alter_drop(cur: TokenCursor, st: _AlterState) -> None:
@@ -636,10 +715,16 @@ def _alter_drop(cur: TokenCursor, st: _AlterState) -> None:
         cur.take_until(_at_clause)  # CASCADE, KEEP/DROP INDEX, ONLINE
     elif cur.peek_is("PARTITION", "SUBPARTITION"):
         raise SqlParseError("DROP PARTITION removes rows without row changes in the redo; re-snapshot the table")
-    elif cur.peek_is("CONSTRAINT", "UNIQUE", "SUPPLEMENTAL", "PERIOD", "INDEX", "UNUSED", "COLUMNS", "CHECK",
+    elif cur.accept("CONSTRAINT"):
+        # A primary key dropped by name stays the merge key (its columns still identify rows); a
+        # unique key is no longer relied on.
+        st.forget_unique(name=cur.name())
+        cur.take_until(_at_clause)
+    elif cur.accept("UNIQUE"):
+        st.forget_unique(columns=tuple(_key_columns(cur.split_group())))
+        cur.take_until(_at_clause)
+    elif cur.peek_is("SUPPLEMENTAL", "PERIOD", "INDEX", "UNUSED", "COLUMNS", "CHECK",
                      "FOREIGN", "CLUSTERING", "ATTRIBUTE"):
-        # DROP CONSTRAINT <name>: constraint names are not tracked, so a primary key dropped by name
-        # stays the merge key (its columns still identify rows).
         _skip_clause(cur)
     else:
         raise SqlParseError(f"unsupported DROP {cur.peek_text()!r}")
