@@ -113,8 +113,8 @@ class TableSchema:
         return RowKey("none")
 
     def key_columns(self) -> list[str]:
-        """The columns of :meth:`row_key`; empty for a table kept as a multiset."""
-        return list(self.row_key().columns)
+        """The columns of :meth:`row_key`; every column for a table without one (rows matched whole)."""
+        return list(self.row_key().columns) or self.column_names
 
     def with_columns(self, columns: list[Column], primary_key: list[str] | None = None,
                      unique_keys: list[UniqueKey] | None = None) -> TableSchema:
