@@ -41,7 +41,8 @@ setup(
     extras_require={
         **source_extras,
         "sources": sorted({r for reqs in source_extras.values() for r in reqs}),  # every source
-        "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.6", "ruff>=0.6", "import-linter>=2.13"],
+        "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.6", "ruff>=0.6", "import-linter>=2.13",
+                 "deltalake>=1.6,<2"],  # delta-rs: tests that other readers open the lake; 1.6.6 tested
         "quality": ["great-expectations>=1.24,<2"],  # data-quality gates (quality:); 1.24.1 tested
     },
     entry_points={"console_scripts": ["cdclake=cdclake.cli:main"]},

@@ -16,7 +16,9 @@ if TYPE_CHECKING:
     from cdclake.engine.pipeline import Pipeline
 
 
-def _run(debug: bool, action: Callable[[], Any]) -> Any:
+def _run(debug: bool, action: Callable[[], Any], lag: Callable[[], dict[str, Any] | None] | None = None) -> Any:
+    """Run a command; a :class:`CdcError` is printed as problem and fix (and, with ``lag``, how far the
+    lake is behind the source, best effort) and exits 2."""
     try:
         return action()
     except CdcError as exc:
@@ -28,6 +30,11 @@ def _run(debug: bool, action: Callable[[], Any]) -> Any:
         # One line for orchestrators: no secrets, the same words. The same JSON goes to the file
         # $CDCLAKE_ERROR_FILE names, when set: the Airflow operator (cdclake.dags) reads it from there.
         report = {"kind": type(exc).__name__, "permanent": exc.permanent, "problem": exc.problem, "fix": exc.fix}
+        behind = _best_effort(lag)
+        if behind is not None:
+            click.echo(f"  lag: {behind['summary']}", err=True)
+            report["lag"] = {k: behind.get(k) for k in ("lag_s", "lag_at_most_s", "pending_since", "distance",
+                                                        "distance_unit", "summary")}
         click.echo(ERROR_TAG + json.dumps(report), err=True)
         import os  # only this error path needs it
 
@@ -39,6 +46,16 @@ def _run(debug: bool, action: Callable[[], Any]) -> Any:
             except Exception as write_error:  # best effort: never hide the error reported above
                 click.echo(f"(could not write the error report to {path}: {write_error})", err=True)
         sys.exit(2)
+
+
+def _best_effort(lag: Callable[[], dict[str, Any] | None] | None) -> dict[str, Any] | None:
+    """``lag()``, or None when it fails (the run's own error is what matters)."""
+    if lag is None:
+        return None
+    try:
+        return lag()
+    except Exception:
+        return None
 
 
 def _pipeline(config: str) -> Pipeline:
@@ -88,8 +105,11 @@ def snapshot(ctx: click.Context, config: str, tables: str | None, force: bool) -
 def mine(ctx: click.Context, config: str, max_events: int | None, snapshot_missing: bool) -> None:
     """One bounded mining run: stored position → log end at start (or N events), applied."""
 
+    made: list[Pipeline] = []
+
     def go() -> None:
         pipeline = _pipeline(config)
+        made.append(pipeline)
         if snapshot_missing:
             from cdclake.progress import progress_bar
 
@@ -109,7 +129,12 @@ def mine(ctx: click.Context, config: str, max_events: int | None, snapshot_missi
         for table, n in sorted(r.rows_by_table.items()):
             click.echo(f"  {table}: {n} changes")
 
-    _run(ctx.obj["debug"], go)
+    def lag() -> dict[str, Any] | None:  # what the lake lacks when the run fails (Airflow shows it)
+        from cdclake.engine.status import lag_summary
+
+        return lag_summary(made[0].ctx) if made else None
+
+    _run(ctx.obj["debug"], go, lag)
 
 
 def _window_range(text: str | None) -> tuple[int, int] | None:
@@ -252,20 +277,48 @@ def maintain(ctx: click.Context, config: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 @click.pass_context
 def status(ctx: click.Context, config: str, as_json: bool) -> None:
-    """Per table: source name, Delta location, stored position, rows, lag, last run."""
+    """Per table: source name, Delta location, stored position, rows, lag, last run; the pipeline's lag.
+
+    ``lag_s`` is 0 when the lake holds every change the source committed to the table, else the age
+    of the oldest committed change not yet applied; ``distance`` is how far the position is from
+    the source's log end (docs/operations.md, "Lag")."""
 
     def go() -> None:
-        tables = _pipeline(config).status()
+        from cdclake.engine.status import describe, status_report
+
+        report = status_report(_pipeline(config).ctx)
+        tables, overall = report["tables"], report["pipeline"]
         if as_json:
-            click.echo(json.dumps({"tables": tables}, indent=2, default=str))
+            click.echo(json.dumps({"pipeline": overall, "tables": tables}, indent=2, default=str))
             return
-        click.echo(f"{'source_table':30} {'state':10} {'rows':>10} {'lag_s':>8}  position")
+        click.echo(f"{'source_table':30} {'state':10} {'rows':>10} {'lag_s':>9} {'distance':>14}  position")
         for t in tables:
             click.echo(f"{t['source_table']:30} {t['state']:10} {t['rows'] if t['rows'] is not None else '-':>10} "
-                       f"{t['lag_s'] if t['lag_s'] is not None else '-':>8}  {t['position']}")
+                       f"{_lag_text(t):>9} {_distance_text(t):>14}  {t['position']}")
             click.echo(f"{'':30} {t['delta_path']}")
+            if t.get("row_key"):
+                click.echo(f"{'':30} row key: {t['row_key']}")
+            if t["lag_s"] is None and t["lag_note"]:
+                click.echo(f"{'':30} lag: {t['lag_note']}")
+        click.echo(f"pipeline lag: {describe(overall)}"
+                   + (f"; log end {overall['log_end']}" if overall.get("log_end") else ""))
 
     _run(ctx.obj["debug"], go)
+
+
+def _lag_text(entry: dict[str, Any]) -> str:
+    def num(value: float) -> str:
+        return f"{value:.3f}".rstrip("0").rstrip(".")
+
+    if entry["lag_s"] is not None:
+        return num(entry["lag_s"])
+    return f"<={num(entry['lag_at_most_s'])}" if entry.get("lag_at_most_s") is not None else "-"
+
+
+def _distance_text(entry: dict[str, Any]) -> str:
+    if entry.get("distance") is None:
+        return "-"
+    return f"{entry['distance']} {entry.get('distance_unit') or ''}".rstrip()
 
 
 @cli.command()

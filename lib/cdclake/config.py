@@ -35,10 +35,40 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 
+# Delta reader features delta-rs 1.x (Polars, DuckDB, pandas) refuses; lake.table_features: compatible has none.
+UNREADABLE_FEATURES = ("columnMapping", "typeWidening", "typeWidening-preview", "deletionVectors", "v2Checkpoint",
+                       "vacuumProtocolCheck", "variantType", "variantType-preview", "variantShredding-preview")
+
+
+def unreadable_properties(properties: dict[str, str]) -> list[str]:
+    """The table properties that would give a table a reader feature delta-rs cannot read.
+
+    >>> unreadable_properties({"delta.enableTypeWidening": "true", "delta.appendOnly": "true",
+    ...                        "delta.feature.deletionVectors": "supported", "delta.columnMapping.mode": "none"})
+    ['delta.enableTypeWidening', 'delta.feature.deletionVectors']
+    """
+    out = []
+    for key, value in properties.items():
+        k, v = key.lower(), str(value).strip().lower()
+        if ((k == "delta.columnmapping.mode" and v != "none")
+                or (k in ("delta.enabletypewidening", "delta.enabledeletionvectors") and v == "true")
+                or (k == "delta.checkpointpolicy" and v != "classic")
+                or (k == "delta.minreaderversion" and v != "1")
+                or (k.startswith("delta.feature.") and k[len("delta.feature."):] in
+                    {f.lower() for f in UNREADABLE_FEATURES})):
+            out.append(key)
+    return out
+
+
 class LakeConfig(StrictModel):
     root: str
     delete_mode: Literal["hard", "soft"] = "hard"
     history_tables: bool = Field(False, description="also keep an SCD type 2 history table per target")
+    table_features: Literal["compatible", "spark"] | None = Field(
+        None, description="Delta features of the tables: compatible (every Delta reader opens them; a column "
+                          "rename, drop or type change rewrites the table) | spark (column mapping and type "
+                          "widening: metadata-only schema changes, Spark and Trino only); "
+                          "unset: the lake's own mode, compatible for a new lake")
     table_properties: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("root")
@@ -47,6 +77,14 @@ class LakeConfig(StrictModel):
         if "://" not in root and not root.startswith("/"):
             raise ValueError("must be an absolute path or a Hadoop-FS URI (s3a://, abfss://, hdfs://)")
         return root.rstrip("/")
+
+    @model_validator(mode="after")
+    def _compatible_properties(self) -> LakeConfig:
+        bad = unreadable_properties(self.table_properties) if self.table_features == "compatible" else []
+        if bad:
+            raise ValueError(f"table_properties: {', '.join(bad)} would add a Delta reader feature that "
+                             "delta-rs cannot read; remove it, or set lake.table_features: spark")
+        return self
 
 
 class MiningOptions(StrictModel):

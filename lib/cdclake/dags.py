@@ -9,7 +9,7 @@ For every ``*.yaml`` pipeline file in the folder (default ``conf/pipelines/``, o
   active run at a time, no catch-up pile-up, retries with exponential back-off. Tables without a
   position (new in ``include_tables``) are snapshotted first. An error an operator must fix (a gap
   in the source log, an invalid file, a failed preflight) fails the task at once, without retries,
-  with cdclake's problem and fix as the failure message;
+  with cdclake's problem and fix as the failure message (and the lag: how far the lake is behind);
 * ``cdclake_<pipeline>_backfill`` — manual, with typed params ``table``, ``where`` (a key-range
   filter), ``mode`` (resnapshot, rebuild, remine), ``from_window`` and ``window``
   (``cdclake backfill``);
@@ -71,8 +71,11 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
     failing cdclake command writes its error there as JSON (the ``cdclake-error:`` line of its stderr,
     see :func:`cdclake.cli._run`). When the provider's ``execute`` fails, the report, if any, becomes
     the failure: :class:`~airflow.sdk.exceptions.AirflowFailException` when it is ``permanent``, else
-    ``AirflowException`` (retried); without a report (a driver in cluster mode, a crash before the
-    report) the provider's exception stands. The file is removed afterwards.
+    ``AirflowException`` (retried). A failed mining run adds how far the lake is behind the source
+    (``-- lag: ...``: 0 when it holds every committed change, else the age of the oldest change not
+    applied, as ``cdclake status`` reports it), when it could be told. Without a report (a driver in
+    cluster mode, a crash before the report) the provider's exception stands. The file is removed
+    afterwards.
 
     Only the provider's public API is used (its constructor and ``execute``): neither the hook nor
     ``env_vars`` is touched (``env_vars`` would also be refused in standalone cluster mode, and is
@@ -91,6 +94,9 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
             if error is None:
                 raise
             message = f"cdclake: {error.get('problem')}" + (f" -- fix: {error['fix']}" if error.get("fix") else "")
+            lag = error.get("lag")
+            if isinstance(lag, dict) and lag.get("summary"):
+                message += f" -- lag: {lag['summary']}"  # how far the lake is behind the source now
             if error.get("permanent"):
                 raise AirflowFailException(message) from exc
             raise AirflowException(message) from exc

@@ -112,10 +112,6 @@ class TableSchema:
                 return RowKey("unique key", tuple(self.column(c).name for c in key.columns), key.name)
         return RowKey("none")
 
-    def key_columns(self) -> list[str]:
-        """The columns of :meth:`row_key`; every column for a table without one (rows matched whole)."""
-        return list(self.row_key().columns) or self.column_names
-
     def with_columns(self, columns: list[Column], primary_key: list[str] | None = None,
                      unique_keys: list[UniqueKey] | None = None) -> TableSchema:
         """The schema with other columns; unique keys lose columns that are gone (a key left with none

@@ -12,10 +12,11 @@ overridden from the pipeline file's ``spark:`` block, e.g. for a cluster::
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,8 +39,20 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "false",
 }
 
+# A JDBC read must return each value as the source database returns it. By default Spark 4 reads a
+# JDBC CHAR(n) column (and what drivers report as CHAR: MariaDB's ENUM and SET) as CHAR(n) and pads it
+# with blanks to n characters (readSideCharPadding), while the log carries the value unpadded: the same
+# row would reach Delta as two values. As plain STRING (charVarcharAsString) no padding, length check
+# or CHAR comparison rule is ever attached to the column, even when a later plan is analysed again.
+# cdclake.spi.jdbc sets these around every JDBC load whoever built the session; REQUIRED sets them too.
+JDBC_READ_SETTINGS: dict[str, str] = {
+    "spark.sql.legacy.charVarcharAsString": "true",
+    "spark.sql.readSideCharPadding": "false",
+}
+
 # Settings cdclake relies on for correctness; config may not turn them off (JVM options are added to).
 REQUIRED: dict[str, str] = {
+    **JDBC_READ_SETTINGS,
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
     # Timestamps are decoded as UTC instants; the JVM zone must not shift them.
@@ -47,6 +60,22 @@ REQUIRED: dict[str, str] = {
     "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
 }
+
+
+@contextlib.contextmanager
+def session_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """Within the block the session has ``settings``; afterwards each is back to what it was."""
+    previous = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def cached_jars() -> list[str]:

@@ -247,7 +247,9 @@ def test_canonical_values_are_the_documented_ones(stored: Any) -> None:
     assert (first["bn"], second["bn"], first["vb"], first["bl"]) == ("61620000", "00000000", "00ff00", "")
     assert (first["e"], second["e"], first["s"], second["s"], third["s"]) == ("it's", "", "x,z", "", "x,y,z")
     assert first["l1"] == "café" and first["vc"] == "héllo ✓ 𝄞" and second["vc"] == " padded  "
-    assert first["p"] == "0101000000000000000000f03f0000000000000040"
+    # Spatial: the stored value, SRID (little-endian) then WKB.
+    assert first["p"] == "e6100000" + "0101000000000000000000f03f0000000000000040"
+    assert first["g"] == "00000000" + "010200000002000000" + "00" * 16 + "000000000000f03f" * 2
     assert first["j"] == '{"a": [1, 2.5, "x"], "b": null}'
     assert all(v is None for k, v in nulls.items() if k != "id")
 
@@ -263,14 +265,16 @@ def spark() -> Any:
 
 
 def to_delta(spark: Any, columns: list[Column], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from pyspark.sql.types import _parse_datatype_string
+
     schema = ", ".join(f"`{c.name}` {M.canonical_type(c)}" for c in columns)
     frame = spark.createDataFrame([(json.dumps(r),) for r in rows], "raw STRING")
     parsed = frame.selectExpr(f"from_json(raw, '{schema}') AS r").selectExpr(
         *[f"{M.to_delta_sql(c, f'r.`{c.name}`')} AS `{c.name}`" for c in columns]
     )
     # The Delta column types come out exactly as mapped.
-    assert {f.name: f.dataType.simpleString().upper() for f in parsed.schema.fields} == {
-        c.name: c.spark_type for c in columns
+    assert {f.name: f.dataType.simpleString() for f in parsed.schema.fields} == {
+        c.name: _parse_datatype_string(c.spark_type).simpleString() for c in columns
     }
     return [r.asDict() for r in parsed.collect()]
 
@@ -299,7 +303,8 @@ def test_to_delta_sql_from_server_values(spark: Any, stored: Any) -> None:
     assert (first["b1"], second["b1"]) == (True, False)
     assert bytes(first["b10"]) == b"\x02\x01" and bytes(first["b64"]) == b"\xff" * 8
     assert bytes(first["bn"]) == b"ab\x00\x00" and bytes(first["bl"]) == b""
-    assert bytes(first["p"]).hex() == "0101000000000000000000f03f0000000000000040"
+    assert (bytes(first["p"]["wkb"]).hex(), first["p"]["srid"]) == ("0101000000000000000000f03f0000000000000040", 4326)
+    assert first["g"]["srid"] == 0 and bytes(first["g"]["wkb"])[:1] == b"\x01"
     assert (first["e"], first["s"], second["s"]) == ("it's", "x,z", "")
     assert all(v is None for k, v in nulls.items() if k != "id")
 
@@ -348,3 +353,19 @@ def test_to_delta_sql_edge_values(spark: Any) -> None:
     assert second["d38"] == Decimal("-0.0000000001")
     assert (second["da"], second["dt"]) == (None, None)  # zero-in-date: NULL, no ANSI error
     assert second["ts"] == dt.datetime(1970, 1, 1, 0, 0, 0, 1)
+
+
+@pytest.mark.spark
+def test_spatial_struct_keeps_the_srid(spark: Any) -> None:
+    """WKB and SRID from the stored value: a 4-byte little-endian SRID (all 32 bits, read as a signed
+    INT like Debezium), then WKB; MariaDB's empty value has empty WKB and SRID 0."""
+    wkb = "0101000000000000000000f03f0000000000000040"
+    cols = [column_from_definition(n, t) for n, t in
+            (("g", "geometry"), ("p", "point"), ("l", "linestring"), ("y", "polygon"), ("mp", "multipoint"),
+             ("ml", "multilinestring"), ("my", "multipolygon"), ("gc", "geometrycollection"))]
+    values = {"g": "e6100000" + wkb, "p": "110f0000" + wkb, "l": "ffffffff" + wkb, "y": "ffffff7f" + wkb,
+              "mp": "00000080" + wkb, "ml": "00000000" + wkb, "my": "", "gc": None}
+    (row,) = to_delta(spark, cols, [values])
+    got = {k: None if v is None else (bytes(v["wkb"]).hex(), v["srid"]) for k, v in row.items()}
+    assert got == {"g": (wkb, 4326), "p": (wkb, 3857), "l": (wkb, -1), "y": (wkb, 2147483647),
+                   "mp": (wkb, -2147483648), "ml": (wkb, 0), "my": ("", 0), "gc": None}

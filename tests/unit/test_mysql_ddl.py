@@ -86,8 +86,8 @@ def test_show_create_table_as_mariadb_prints_it() -> None:
         ("raw", "varbinary(16)", "BINARY"),
         ("blob_col", "longblob", "BINARY"),
         ("doc", "json", "STRING"),  # MariaDB's JSON: longtext + CHECK (json_valid(...))
-        ("place", "point", "BINARY"),
-        ("shape", "geometry", "BINARY"),
+        ("place", "point", "STRUCT<wkb: BINARY, srid: INT>"),
+        ("shape", "geometry", "STRUCT<wkb: BINARY, srid: INT>"),
         ("code", "char(3)", "STRING"),
     ]
     status = s.column("status")

@@ -11,6 +11,7 @@ from cdclake.sources.mysql.types import MySqlTypeMapper, column_from_definition,
 
 UTC5 = dt.timezone(dt.timedelta(hours=5))
 M = MySqlTypeMapper()
+SPATIAL = "STRUCT<wkb: BINARY, srid: INT>"
 
 
 @pytest.mark.parametrize(
@@ -81,15 +82,15 @@ M = MySqlTypeMapper()
         ("enum('a','B c','it''s')", "enum('a','B c','it''s')", "STRING", "STRING"),
         ("SET('x', 'y')", "set('x','y')", "STRING", "STRING"),
         ("json", "json", "STRING", "STRING"),
-        ("geometry", "geometry", "BINARY", "STRING"),
-        ("point", "point", "BINARY", "STRING"),
-        ("linestring", "linestring", "BINARY", "STRING"),
-        ("polygon", "polygon", "BINARY", "STRING"),
-        ("multipoint", "multipoint", "BINARY", "STRING"),
-        ("multilinestring", "multilinestring", "BINARY", "STRING"),
-        ("multipolygon", "multipolygon", "BINARY", "STRING"),
-        ("geometrycollection", "geometrycollection", "BINARY", "STRING"),
-        ("geomcollection", "geometrycollection", "BINARY", "STRING"),
+        ("geometry", "geometry", SPATIAL, "STRING"),
+        ("point", "point", SPATIAL, "STRING"),
+        ("linestring", "linestring", SPATIAL, "STRING"),
+        ("polygon", "polygon", SPATIAL, "STRING"),
+        ("multipoint", "multipoint", SPATIAL, "STRING"),
+        ("multilinestring", "multilinestring", SPATIAL, "STRING"),
+        ("multipolygon", "multipolygon", SPATIAL, "STRING"),
+        ("geometrycollection", "geometrycollection", SPATIAL, "STRING"),
+        ("geomcollection", "geometrycollection", SPATIAL, "STRING"),
     ],
 )
 def test_type_mapping(type_text: str, source_type: str, spark_type: str, canonical: str) -> None:
@@ -212,12 +213,13 @@ def canon(type_text: str, value: object, none_source: str | None = None) -> obje
         ("json", '{"a": [1, 2.5, "x"]}', '{"a": [1, 2.5, "x"]}'),
         ("json", {b"k": [1, None, True]}, '{"k": [1, null, true]}'),
         ("json", None, None),
-        (
+        (  # the stored value whole: the SRID (4326, little-endian), then WKB
             "point",
             bytes.fromhex("e6100000") + bytes.fromhex("0101000000000000000000f03f0000000000000040"),
-            "0101000000000000000000f03f0000000000000040",
+            "e61000000101000000000000000000f03f0000000000000040",
         ),
-        ("geometry", b"\x00\x00\x00\x00\x01\x02", "0102"),
+        ("geometry", b"\x00\x00\x00\x00\x01\x02", "000000000102"),
+        ("geometry", b"", ""),  # MariaDB's empty value (ADD c GEOMETRY NOT NULL on existing rows)
     ],
 )
 def test_canonical_from_binlog(type_text: str, value: object, expected: object) -> None:
@@ -248,7 +250,7 @@ def test_snapshot_select_sql_shapes() -> None:
     assert sql("double") == "`c` AS `c`"
     assert "UNIX_TIMESTAMP(`c`)" in sql("timestamp(6)")
     assert sql("bit(10)") == "LOWER(LPAD(HEX(`c`), 4, '0')) AS `c`"
-    assert sql("point") == "LOWER(HEX(SUBSTRING(`c`, 5))) AS `c`"
+    assert sql("point") == "LOWER(HEX(`c`)) AS `c`"
     assert sql("varchar(3)") == "`c` AS `c`"
 
 
@@ -263,3 +265,16 @@ def test_to_delta_sql_shapes() -> None:
     assert expr("blob") == "unhex(v)"
     assert "try_cast(v AS TIMESTAMP_NTZ)" in expr("datetime(6)")
     assert expr("text") == "v"
+    for spatial in ("geometry", "point", "multipolygon"):
+        assert expr(spatial).startswith(
+            "CASE WHEN v IS NULL THEN NULL ELSE named_struct('wkb', unhex(substring(v, 9)), ")
+
+
+def test_spatial_initial_values() -> None:
+    """A NOT NULL spatial column added without a default holds MariaDB's empty value in existing rows;
+    an expression default is not evaluable (NULL); a nullable one is NULL."""
+    empty = M.initial_value_sql(column_from_definition("g", "geometry", nullable=False))
+    assert empty == M.to_delta_sql(column_from_definition("g", "geometry"), "''")
+    assert M.initial_value_sql(column_from_definition(
+        "g", "point", nullable=False, default="st_geometryfromtext('POINT(1 1)',4326)")) is None
+    assert M.initial_value_sql(column_from_definition("g", "point")) is None

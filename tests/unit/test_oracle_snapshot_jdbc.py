@@ -29,18 +29,36 @@ class _Frame:
         return (1, 100)
 
 
-class _Reader:
+class _Conf:
     def __init__(self) -> None:
+        self.values: dict[str, str] = {"spark.sql.readSideCharPadding": "true"}
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.values.get(key, default)
+
+    def set(self, key: str, value: str) -> None:
+        self.values[key] = value
+
+    def unset(self, key: str) -> None:
+        self.values.pop(key, None)
+
+
+class _Reader:
+    def __init__(self, conf: _Conf) -> None:
+        self.conf = conf
         self.calls: list[tuple[str, str, dict[str, Any]]] = []
+        self.settings: list[dict[str, str]] = []  # the session's settings at each read
 
     def jdbc(self, url: str, table: str, **kw: Any) -> _Frame:
         self.calls.append((url, table, kw))
+        self.settings.append(dict(self.conf.values))
         return _Frame()
 
 
 class _Spark:
     def __init__(self) -> None:
-        self.read = _Reader()
+        self.conf = _Conf()
+        self.read = _Reader(self.conf)
 
 
 SCHEMA = TableSchema("APP", "T", [column_from_oracle("ID", "NUMBER(10)"),
@@ -61,6 +79,12 @@ def test_every_snapshot_jdbc_read_passes_timezone_as_region_false(partitions: in
         assert props["driver"] == "oracle.jdbc.OracleDriver"
         assert url == "jdbc:oracle:thin:@//db.example.com:1521/ORCLPDB1"
         assert "AS OF SCN 4242" in table
+    # Every read ran without Spark's CHAR padding (Oracle pads CHAR itself, to bytes); then the
+    # session's own settings are back.
+    for settings in spark.read.settings:
+        assert settings["spark.sql.legacy.charVarcharAsString"] == "true"
+        assert settings["spark.sql.readSideCharPadding"] == "false"
+    assert spark.conf.values == {"spark.sql.readSideCharPadding": "true"}
 
 
 def test_a_user_option_cannot_turn_timezone_as_region_back_on() -> None:

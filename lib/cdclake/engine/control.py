@@ -15,7 +15,19 @@ from typing import TYPE_CHECKING, Any
 
 from cdclake.engine.events import BRONZE_DDL
 from cdclake.engine.history import HistoryEntry, latest_per_table
-from cdclake.engine.lake import LakeLayout, ensure_table, idempotent_write, is_delta_table, read_delta, sql_str
+from cdclake.engine.lake import (
+    COMPATIBLE,
+    FEATURES_PROPERTY,
+    SPARK,
+    LakeLayout,
+    delta_ref,
+    ensure_table,
+    idempotent_write,
+    is_delta_table,
+    read_delta,
+    sql_str,
+)
+from cdclake.errors import CdcError
 from cdclake.schema import TableSchema
 
 if TYPE_CHECKING:
@@ -73,22 +85,54 @@ class TableState:
 class ControlTables:
     """Reads and writes the pipeline's control tables."""
 
-    def __init__(self, spark: SparkSession, layout: LakeLayout) -> None:
+    def __init__(self, spark: SparkSession, layout: LakeLayout, table_features: str | None = None) -> None:
         self.spark = spark
         self.layout = layout
+        self.configured_features = table_features  # lake.table_features; None: the lake's own
+        self._features: str | None = None
 
     def ensure(self) -> None:
-        """Create the bronze log and the control tables if missing (idempotent)."""
+        """Create the bronze log and the control tables if missing (idempotent); an existing lake's
+        table-features mode is checked against the pipeline file's."""
         if self.exists():
+            self.table_features()
             return
         ensure_table(self.spark, self.layout.bronze, BRONZE_DDL)
         ensure_table(self.spark, self.layout.schema_history, HISTORY_DDL)
         ensure_table(self.spark, self.layout.runs, RUNS_DDL)
         ensure_table(self.spark, self.layout.dead_letters, DEAD_LETTERS_DDL)
-        ensure_table(self.spark, self.layout.checkpoints, CHECKPOINTS_DDL)  # last: marks the set complete
+        # last: marks the set complete, and records the lake's mode (lake.table_features)
+        ensure_table(self.spark, self.layout.checkpoints, CHECKPOINTS_DDL,
+                     {FEATURES_PROPERTY: self.configured_features or COMPATIBLE})
 
     def exists(self) -> bool:
         return is_delta_table(self.spark, self.layout.checkpoints)
+
+    def table_features(self) -> str:
+        """The mode new target tables are made in: the lake's (recorded when it was made; a lake made
+        before the option existed is a spark lake), else the pipeline file's, else compatible.
+
+        A pipeline file naming the other mode than an existing lake's is refused: tables are never
+        converted behind the user's back.
+        """
+        if self._features is not None:
+            return self._features
+        lake: str | None = None
+        if self.exists():
+            props = self.spark.sql(f"SHOW TBLPROPERTIES {delta_ref(self.layout.checkpoints)}").collect()
+            lake = next((r.value for r in props if r.key == FEATURES_PROPERTY), None) or SPARK
+        configured = self.configured_features
+        if lake is not None and configured is not None and configured != lake:
+            raise CdcError(
+                f"the lake at {self.layout.root} was made with lake.table_features: {lake}, but the pipeline "
+                f"file says {configured}; cdclake does not convert existing tables",
+                f"set lake.table_features: {lake} (or remove the key), or start a new lake in {configured} mode "
+                "(another lake.root or pipeline name) and snapshot into it",
+            )
+        if lake is None and configured is None:
+            return COMPATIBLE  # not recorded until the lake is made (ensure)
+        self._features = lake or configured
+        return self._features
 
     # ---- checkpoints ---------------------------------------------------------------------------
 

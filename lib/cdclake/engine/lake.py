@@ -23,12 +23,31 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from cdclake.spark import session_conf
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_\-]")
 
-TARGET_PROPERTIES = {
+# ``lake.table_features``: which Delta table features targets (and their history tables) are made with.
+COMPATIBLE, SPARK = "compatible", "spark"
+
+# No reader feature but timestampNtz (what delta-rs 1.x, and so Polars, DuckDB and pandas, open):
+# pinned off, so a session default (spark.databricks.delta.properties.defaults.*, on by default on
+# some platforms) cannot add one. Renames, drops and type changes rewrite the table instead.
+READABLE_PROPERTIES = {
+    "delta.columnMapping.mode": "none",
+    "delta.enableTypeWidening": "false",
+    "delta.enableDeletionVectors": "false",
+    "delta.checkpointPolicy": "classic",
+}
+# Reader features a compatible table may have: delta-rs 1.x reads timestampNtz, and refuses
+# columnMapping (as a table feature; with reader version 2 it opens the table but reads NULLs),
+# typeWidening, deletionVectors, v2Checkpoint and vacuumProtocolCheck (measured with deltalake 1.6).
+COMPATIBLE_READER_FEATURES = frozenset({"timestampNtz"})
+
+TARGET_PROPERTIES = {  # the spark mode: metadata-only renames, drops and widenings; Spark (and Trino) read it
     "delta.enableChangeDataFeed": "true",
     # Renames and drops of columns need column mapping by name.
     "delta.columnMapping.mode": "name",
@@ -36,6 +55,11 @@ TARGET_PROPERTIES = {
     "delta.minWriterVersion": "5",
     "delta.enableTypeWidening": "true",
 }
+FEATURE_PROPERTIES = {
+    COMPATIBLE: {"delta.enableChangeDataFeed": "true", **READABLE_PROPERTIES},
+    SPARK: TARGET_PROPERTIES,
+}
+FEATURES_PROPERTY = "cdclake.tableFeatures"  # on the lake's checkpoints table: the mode the lake was made in
 
 
 class LakeLayout:
@@ -129,10 +153,12 @@ def is_delta_table(spark: SparkSession, path: str) -> bool:
 
 
 def ensure_table(spark: SparkSession, path: str, ddl: str, properties: dict[str, str] | None = None) -> None:
-    """Create an empty Delta table at ``path`` if none is there (idempotent)."""
-    props = ""
-    if properties:
-        props = " TBLPROPERTIES (" + ", ".join(f"'{k}' = '{v}'" for k, v in properties.items()) + ")"
+    """Create an empty Delta table at ``path`` if none is there (idempotent).
+
+    Bronze and control tables, in every mode: no reader feature delta-rs lacks (``READABLE_PROPERTIES``).
+    """
+    merged = {**READABLE_PROPERTIES, **(properties or {})}
+    props = " TBLPROPERTIES (" + ", ".join(f"'{k}' = '{v}'" for k, v in merged.items()) + ")"
     spark.sql(f"CREATE TABLE IF NOT EXISTS {delta_ref(path)} ({ddl}) USING delta{props}")
 
 
@@ -142,13 +168,9 @@ def idempotent_write(spark: SparkSession, app_id: str, version: int) -> Iterator
 
     Used for every data commit of a window so a re-run after a kill never applies it twice.
     """
-    spark.conf.set("spark.databricks.delta.write.txnAppId", app_id)
-    spark.conf.set("spark.databricks.delta.write.txnVersion", str(version))
-    try:
+    with session_conf(spark, {"spark.databricks.delta.write.txnAppId": app_id,
+                              "spark.databricks.delta.write.txnVersion": str(version)}):
         yield
-    finally:
-        spark.conf.unset("spark.databricks.delta.write.txnAppId")
-        spark.conf.unset("spark.databricks.delta.write.txnVersion")
 
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
@@ -162,11 +184,14 @@ def commit_tag(spark: SparkSession, **tag: Any) -> Iterator[None]:
     "through": 9}``), so a rebuild can find the table version that stood before a given window
     (:func:`commit_tags`) without an extra commit per window.
     """
-    spark.conf.set(USER_METADATA_CONF, json.dumps(tag, sort_keys=True))
+    outer = spark.conf.get(USER_METADATA_CONF, None)  # nested: the inner tag adds to the outer one
     try:
+        prior = json.loads(outer) if outer else {}
+    except ValueError:
+        prior = {}
+    merged = {**prior, **tag} if isinstance(prior, dict) else tag
+    with session_conf(spark, {USER_METADATA_CONF: json.dumps(merged, sort_keys=True)}):
         yield
-    finally:
-        spark.conf.unset(USER_METADATA_CONF)
 
 
 def commit_tags(spark: SparkSession, path: str) -> list[tuple[int, str, dict[str, Any] | None]]:

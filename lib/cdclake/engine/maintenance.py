@@ -13,8 +13,6 @@ Runs under the pipeline lock, so never beside a snapshot or mining run:
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -22,6 +20,7 @@ from typing import TYPE_CHECKING
 from cdclake.engine.control import WINDOW_APPLIED, utcnow
 from cdclake.engine.inflight import ABANDONED, InflightBuffer
 from cdclake.engine.lake import LakeLayout, delta_ref, history_path, is_delta_table
+from cdclake.spark import session_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -43,21 +42,6 @@ def _deleted(spark: SparkSession, path: str, where: str) -> int:
     return int(result[0][0]) if result and result[0][0] is not None else 0
 
 
-@contextlib.contextmanager
-def _session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
-    previous = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in previous.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
-
-
 def maintain(spark: SparkSession, layout: LakeLayout, targets: list[str], options: MaintenanceOptions,
              pipeline: str) -> MaintenanceReport:
     """Compact and vacuum ``targets`` (paths) and apply the retention rules to bronze and control tables."""
@@ -69,7 +53,7 @@ def maintain(spark: SparkSession, layout: LakeLayout, targets: list[str], option
     if options.vacuum_retain_hours < 168:
         # Delta refuses a shorter retention unless its safety check is off; the option says it is wanted.
         settings["spark.databricks.delta.retentionDurationCheck.enabled"] = "false"
-    with _session_conf(spark, settings):
+    with session_conf(spark, settings):
         return _maintain(spark, layout, targets, options, pipeline)
 
 

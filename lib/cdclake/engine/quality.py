@@ -223,7 +223,7 @@ def _column_of(schema: TableSchema, name: Any, origin: str, key: str) -> str:
 def table_specs(config: PipelineConfig, schema: TableSchema, key_columns: list[str]) -> list[ExpectationSpec]:
     """A table's whole suite: generated from ``schema``, then declared in the pipeline file."""
     override = config.tables.get(schema.qualified_name)
-    has_key = bool(schema.primary_key or (override and override.key_columns))
+    has_key = bool(key_columns)  # a primary, NOT NULL unique or configured key; none: a multiset
     declared = override.expectations if override else []
     return (generated_specs(schema, key_columns, config.quality, has_key)
             + declared_specs(schema.qualified_name, declared, config.quality.on_failure, schema))

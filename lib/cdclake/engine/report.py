@@ -1,15 +1,22 @@
 """``cdclake report``: one self-contained HTML page on a pipeline's health.
 
 Everything is read from the control tables with small Spark aggregates (never a whole table to
-the driver): the last ``N`` runs, per-table state/position/rows (:func:`~cdclake.engine.status.table_status`), the dead
+the driver): the last ``N`` runs, per-table state/position/rows (:func:`~cdclake.engine.status.status_report`), the dead
 letters per table and the newest few, transactions abandoned by a frame source (``transactions``
 rows with status ``abandoned``), and, when those tables exist, the latest data-quality results
 (``_cdclake/quality``) and reconcile results (``_cdclake/reconcile``).
 
+The **lag now** (per table and for the pipeline: 0 when the lake holds every change the source
+committed, else the age of the oldest committed change not yet applied) is the one ``cdclake status``
+shows: the source is asked once, with a bounded read of its log. The report runs from the pipeline
+file like every command, with the same source credentials, so it asks; it never writes to the
+source, and when the source cannot be asked (unreachable, log purged) the page says why and shows
+no lag rather than failing.
+
 Charts, per table over the recent successful runs:
 
-* **lag (s)** — run end minus the source commit time of the newest change of the table that the
-  run applied (bronze ``commit_ts`` of the run's window): how old that change was when it landed.
+* **apply delay (s)** — run end minus the source commit time of the newest change of the table that
+  the run applied (bronze ``commit_ts`` of the run's window): how old that change was when it landed.
   A run in which the table had no change has no point (the run log's ``lag_s``, when recorded, is
   used for windows whose bronze rows retention already deleted);
 * **throughput (rows/s)** — rows the run captured for the table (``rows_by_table``: changes of a
@@ -37,7 +44,7 @@ from markupsafe import Markup, escape
 from cdclake.engine.events import WINDOW_MARKER_OP
 from cdclake.engine.inflight import ABANDONED
 from cdclake.engine.lake import is_delta_table, read_delta
-from cdclake.engine.status import table_status
+from cdclake.engine.status import describe, status_report
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -161,6 +168,7 @@ class ReportData:
     generated_at: str
     runs_limit: int
     tables: list[dict[str, Any]] = field(default_factory=list)
+    lag: dict[str, Any] = field(default_factory=dict)  # the pipeline's lag now (status_report's "pipeline")
     runs: list[dict[str, Any]] = field(default_factory=list)  # newest first
     series: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # per table, oldest first
     dead_letters: dict[str, int] = field(default_factory=dict)
@@ -360,7 +368,8 @@ def gather(ctx: PipelineContext, runs: int = DEFAULT_RUNS) -> ReportData:
         pipeline=ctx.name, source_type=ctx.config.source.type, lake_root=_public_root(ctx.config.lake.root),
         generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"), runs_limit=runs,
     )
-    data.tables = table_status(ctx)
+    status = status_report(ctx)
+    data.tables, data.lag = status["tables"], status["pipeline"]
     data.runs = _runs(spark, layout.runs, runs)
     names = [t["source_table"] for t in data.tables]
     windows = {int(r["window_id"]) for r in data.runs
@@ -406,6 +415,9 @@ generated {{ d.generated_at }} · last {{ d.runs_limit }} runs</div>
 {% set last = d.runs[0] if d.runs else none %}
 <div class="cards">
 <div class="card">tables<b>{{ d.tables|length }}</b></div>
+<div class="card" title="{{ lag_text }}">lag now (s)<b class="{{ 'ok' if d.lag.get('lag_s') == 0 else 'warn' }}">
+{{ lag_cell(d.lag) }}</b>{% if d.lag.get('lag_s') == 0 %}caught up{% elif behind(d.lag) %}{{ behind(d.lag) }} behind
+{% endif %}</div>
 <div class="card">last run<b class="{{ 'ok' if last and last.status == 'ok' else 'bad' }}">
 {{ last.status if last else 'none' }}</b>{% if last %}{{ last.command }} {{ last.started }}{% endif %}</div>
 <div class="card">dead letters<b class="{{ 'bad' if dead_total else 'ok' }}">{{ dead_total }}</b></div>
@@ -416,13 +428,14 @@ generated {{ d.generated_at }} · last {{ d.runs_limit }} runs</div>
 
 <h2 id="tables">Tables</h2>
 {% if not d.tables %}<p class="empty">no table has a position yet: run <code>cdclake snapshot</code></p>{% else %}
-<table><tr><th>source table</th><th>state</th><th>rows</th><th>last position</th><th>since last apply (s)</th>
+<p class="meta">Lag now: {{ lag_text }}</p>
+<table><tr><th>source table</th><th>state</th><th>rows</th><th>last position</th><th>lag now (s)</th><th>behind</th>
 <th>dead letters</th><th>abandoned txns</th><th>quality (latest)</th><th>reconcile (latest)</th><th>Delta path</th></tr>
 {% for t in d.tables %}{% set q = d.quality.get(t.source_table) if d.quality else none %}
 {% set rc = d.reconcile.get(t.source_table) if d.reconcile else none %}
 <tr><td><b>{{ t.source_table }}</b></td><td>{{ t.state }}</td>
 <td class="n">{{ '{:,}'.format(t.rows) if t.rows is not none else '-' }}</td><td><code>{{ t.position }}</code></td>
-<td class="n">{{ fmt(t.lag_s) }}</td>
+<td class="n" title="{{ t.get('lag_note') or '' }}">{{ lag_cell(t) }}</td><td class="n">{{ behind(t) or '-' }}</td>
 <td class="n {{ 'bad' if d.dead_letters.get(t.source_table) }}">{{ d.dead_letters.get(t.source_table, 0) }}</td>
 <td class="n">{{ d.abandoned.get(t.source_table, 0) if d.abandoned is not none else '-' }}</td>
 <td>{% if q %}<span class="{{ 'bad' if q.failed else 'ok' }}">{{ q.passed }} passed, {{ q.failed }} failed</span>
@@ -432,9 +445,10 @@ chunks differ</span>{% else %}-{% endif %}</td>
 <td><code>{{ t.delta_path }}</code></td></tr>{% endfor %}</table>
 {% endif %}
 
-<h2 id="charts">Lag and throughput per table</h2>
-<p class="meta">Over the last {{ d.runs_limit }} runs (successful ones). <b>Lag</b>: run end minus the source commit
-time of the newest change of the table the run applied (no point when the run had no change of the table).
+<h2 id="charts">Apply delay and throughput per table</h2>
+<p class="meta">Over the last {{ d.runs_limit }} runs (successful ones). <b>Apply delay</b>: run end minus the source
+commit time of the newest change of the table the run applied (how old it was when it landed; no point when the run
+had no change of the table). The lag now is in the table above.
 <b>Throughput</b>: the run's rows of the table (changes mined; rows of a snapshot or backfill) per second of the
 run. Hover a point for its run.</p>
 {% for t in d.tables %}<h3>{{ t.source_table }}</h3>
@@ -507,15 +521,31 @@ discarded: their changes are not in the lake (backfill the tables named).</p>
 """
 
 
+def lag_cell(entry: dict[str, Any]) -> str:
+    """A lag entry's ``lag_s`` for a cell: ``12.3``, ``≤ 45`` (a bound) or ``-`` (unknown)."""
+    if entry.get("lag_s") is not None:
+        return fmt_number(entry["lag_s"])
+    if entry.get("lag_at_most_s") is not None:
+        return f"≤ {fmt_number(entry['lag_at_most_s'])}"
+    return "-"
+
+
+def behind(entry: dict[str, Any]) -> str:
+    """How far the position is from the source's log end (``1.2k bytes``), or ''."""
+    if entry.get("distance") is None:
+        return ""
+    return f"{fmt_number(entry['distance'])} {entry.get('distance_unit') or ''}".rstrip()
+
+
 def _time_label(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, timezone.utc).strftime("%m-%d %H:%M")
 
 
 def table_charts(series: list[dict[str, Any]]) -> tuple[Markup, Markup]:
-    """The lag and throughput charts of one table's series (:func:`build_series`)."""
+    """The apply-delay and throughput charts of one table's series (:func:`build_series`)."""
     xs = [s["x"] for s in series]
     labels = (_time_label(min(xs)), _time_label(max(xs))) if xs else ("", "")
-    lag = line_chart([Point(s["x"], s["lag_s"], s["label"]) for s in series], "lag (s)", "s", labels)
+    lag = line_chart([Point(s["x"], s["lag_s"], s["label"]) for s in series], "apply delay (s)", "s", labels)
     rate = line_chart([Point(s["x"], s["rows_per_s"], s["label"]) for s in series], "throughput (rows/s)",
                       "rows/s", labels)
     return lag, rate
@@ -530,7 +560,8 @@ def render(data: ReportData) -> str:
     charts = {t["source_table"]: table_charts(data.series.get(t["source_table"], [])) for t in data.tables}
     quality_failed = sum(int(q["failed"] or 0) for q in (data.quality or {}).values())
     return template.render(d=data, charts=charts, fmt=fmt_number, dead_total=sum(data.dead_letters.values()),
-                           quality_failed=quality_failed)
+                           quality_failed=quality_failed, lag_text=describe(data.lag) if data.lag else "unknown",
+                           lag_cell=lag_cell, behind=behind)
 
 
 def write_report(ctx: PipelineContext, out: str | Path, runs: int = DEFAULT_RUNS) -> Path:

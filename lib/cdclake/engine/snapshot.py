@@ -25,6 +25,7 @@ from cdclake.progress import step as progress_step
 if TYPE_CHECKING:
     from cdclake.engine.context import PipelineContext
     from cdclake.engine.runs import RunReport
+    from cdclake.spi import SnapshotStart
 
 
 def snapshot(ctx: PipelineContext, report: RunReport, tables_regex: str | None, force: bool = False) -> None:
@@ -48,6 +49,15 @@ def snapshot(ctx: PipelineContext, report: RunReport, tables_regex: str | None, 
     if force and any(t in states and states[t].status == TABLE_STREAMING for t in todo):
         _cancel_unwritten_window(ctx, report.run_id)
     start = source.snapshot_start(todo)
+    try:
+        _snapshot_tables(ctx, report, start, todo, states, quality)
+    finally:
+        source.end_snapshot_read()
+
+
+def _snapshot_tables(ctx: PipelineContext, report: RunReport, start: SnapshotStart, todo: list[str],
+                     states: dict[str, TableState], quality: QualityChecks) -> None:
+    source, control = ctx.source, ctx.control
     pos = start.position
     streaming = [s for s in states.values() if s.status == TABLE_STREAMING and s.table not in todo]
     if streaming and pos.read_from_ordinal < min(s.ordinal for s in streaming):
@@ -70,7 +80,8 @@ def snapshot(ctx: PipelineContext, report: RunReport, tables_regex: str | None, 
         for i, t in enumerate(todo)
     ])
     quality_failures: list[Any] = []
-    for t in todo:
+    # tables the source holds still for their read (e.g. under a lock) first, each let go once written
+    for t in sorted(todo, key=lambda t: t not in start.held):
         progress_step(f"snapshot {t}")  # names the terminal progress bar's step (no-op without one)
         schema = start.schemas[t]
         path = ctx.layout.target(t)
@@ -87,8 +98,10 @@ def snapshot(ctx: PipelineContext, report: RunReport, tables_regex: str | None, 
             if explained is None:
                 raise
             raise explained from exc
+        source.end_snapshot_read(t)
         control.set_tables([TableState(t, TABLE_STREAMING, pos.to_dict(), pos.ordinal, None, None,
-                                       {"snapshot_position": pos.describe(), "as_of": time.time()})], report.run_id)
+                                       {"snapshot_position": pos.describe(), "as_of": time.time(),
+                                        "row_key": ctx.row_key(schema).describe()})], report.run_id)
         report.rows_by_table[t] = read_delta(ctx.spark, path).count()
         if ctx.config.quality.after_snapshot:
             quality_failures += quality.check_table(report.run_id, schema, None, "snapshot")

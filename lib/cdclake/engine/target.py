@@ -15,12 +15,15 @@ a delete is a version with ``__deleted = true``.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
+from cdclake.config import unreadable_properties
 from cdclake.engine.events import (
     META_COMMIT_TS,
     META_DELETED,
@@ -31,8 +34,11 @@ from cdclake.engine.events import (
     META_WINDOW,
     TARGET_META_DDL,
 )
+from cdclake.engine.faults import crash_point
 from cdclake.engine.lake import (
-    TARGET_PROPERTIES,
+    COMPATIBLE,
+    FEATURE_PROPERTIES,
+    commit_tag,
     delta_ref,
     history_path,
     idempotent_write,
@@ -40,10 +46,12 @@ from cdclake.engine.lake import (
     quote,
     sql_str,
 )
+from cdclake.errors import CdcError
 from cdclake.schema import Column, TableSchema
 from cdclake.spi import UNAVAILABLE_KEY, TypeMapper
 
 if TYPE_CHECKING:
+    from pyspark.sql import Column as SparkColumn
     from pyspark.sql import DataFrame, SparkSession
 
 VALID_TO = "__valid_to_seq"
@@ -84,12 +92,14 @@ class ParsedChanges:
 
 class TargetTables:
     def __init__(self, spark: SparkSession, types: TypeMapper, delete_mode: str = "hard",
-                 extra_properties: dict[str, str] | None = None, history_tables: bool = False) -> None:
+                 extra_properties: dict[str, str] | None = None, history_tables: bool = False,
+                 features: str | Callable[[], str] = COMPATIBLE) -> None:
         self.spark = spark
         self.types = types
         self.soft = delete_mode == "soft"
         self.keep_history = history_tables
-        self.properties = {**TARGET_PROPERTIES, **(extra_properties or {})}
+        self.extra_properties = dict(extra_properties or {})
+        self._features = features  # lake.table_features of new tables (a callable: resolved when needed)
 
     # ---- DDL ---------------------------------------------------------------------------------
 
@@ -100,16 +110,33 @@ class TargetTables:
             meta += f", `{VALID_TO}` DECIMAL(38,0)"
         return f"{cols}, {meta}" if cols else meta
 
-    def _props(self) -> str:
-        return ", ".join(f"'{k}' = '{v}'" for k, v in self.properties.items())
+    @property
+    def features(self) -> str:
+        """The table-features mode new tables are made in (``compatible`` or ``spark``)."""
+        return self._features() if callable(self._features) else self._features
+
+    @property
+    def properties(self) -> dict[str, str]:
+        """The properties a new target or history table is made with."""
+        features = self.features
+        if features == COMPATIBLE and (bad := unreadable_properties(self.extra_properties)):
+            raise CdcError(f"lake.table_properties {', '.join(bad)} would add a Delta reader feature that "
+                           "delta-rs cannot read to a lake made with lake.table_features: compatible",
+                           "remove them from lake.table_properties")
+        return {**FEATURE_PROPERTIES[features], **self.extra_properties}
 
     def create(self, path: str, schema: TableSchema, replace: bool = False) -> None:
+        """Make the target (and its history table); ``replace``: empty it with ``schema``, keeping the
+        table features it was made with (a table is never converted to another mode behind the user's back)."""
         verb = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE IF NOT EXISTS"
         tables = [(path, False)] + ([(history_path(path), True)] if self.keep_history else [])
+        props = ", ".join(f"'{k}' = '{v}'" for k, v in self.properties.items())
         for table, history in tables:
+            # Delta refuses a REPLACE whose properties differ from the table's: an existing one keeps its own.
+            keep = replace and is_delta_table(self.spark, table)
             self.spark.sql(
-                f"{verb} {delta_ref(table)} ({self._columns_ddl(schema, history)}) USING delta "
-                f"TBLPROPERTIES ({self._props()})"
+                f"{verb} {delta_ref(table)} ({self._columns_ddl(schema, history)}) USING delta"
+                + ("" if keep else f" TBLPROPERTIES ({props})")
             )
 
     def applied_marker(self, path: str) -> tuple[int, int] | None:
@@ -145,18 +172,40 @@ class TargetTables:
             self._evolve_one(history_path(path), new, column_renames, f"{META_SEQ} < {ddl_seq} AND {VALID_TO} IS NULL")
 
     def _evolve_one(self, path: str, new: TableSchema, column_renames: dict[str, str], existing_rows: str) -> None:
+        """Renames and drops are metadata-only on a table with column mapping (spark mode); on any other
+        (compatible mode) they, with the type changes of the same DDL, rewrite the table (:meth:`_rewrite`)."""
         ref = delta_ref(path)
+        pending = self._pending_rewrite(path)  # a rewrite killed half-way: finish it first
         current = self.target_columns(path)
         lower = {k.lower(): k for k in current}
-        for old, new_name in column_renames.items():
-            if old.lower() in lower and new_name.lower() not in lower:
-                self.spark.sql(f"ALTER TABLE {ref} RENAME COLUMN {quote(lower[old.lower()])} TO {quote(new_name)}")
+        renames = {lower[old.lower()]: new_name for old, new_name in column_renames.items()
+                   if old.lower() in lower and new_name.lower() not in lower}
+        named = {renames.get(k, k).lower(): renames.get(k, k) for k in current}  # once renamed
+        wanted = {c.name.lower(): c for c in new.columns}
+        dropped = {k for k in named if k not in wanted}
+        if pending is not None or ((renames or dropped) and not self._column_mapping(path)):
+            select, new_types = [], []
+            for f in self.spark.read.format("delta").load(path).schema.fields:
+                name = renames.get(f.name, f.name) if f.name in current else f.name
+                col = wanted.get(name.lower()) if f.name in current else None
+                if f.name in current and col is None:
+                    continue  # dropped
+                if col is not None and f.dataType.simpleString() != _simple(col.spark_type):
+                    select.append(f"try_cast({quote(f.name)} AS {col.spark_type}) AS {quote(name)}")
+                    new_types.append(col.spark_type)
+                else:
+                    select.append(f"{quote(f.name)} AS {quote(name)}")
+            if pending is None:  # (enabled before the delete already, when resuming)
+                for spark_type in new_types:
+                    self._enable_features_for(ref, spark_type)
+            self._rewrite(path, select, pending)
+        else:
+            for old, new_name in renames.items():
+                self.spark.sql(f"ALTER TABLE {ref} RENAME COLUMN {quote(old)} TO {quote(new_name)}")
+            if dropped:
+                self.spark.sql(f"ALTER TABLE {ref} DROP COLUMNS ({', '.join(quote(named[d]) for d in dropped)})")
         current = self.target_columns(path)
         lower = {k.lower(): k for k in current}
-        wanted = {c.name.lower() for c in new.columns}
-        drops = [lower[k] for k in lower if k not in wanted]
-        if drops:
-            self.spark.sql(f"ALTER TABLE {ref} DROP COLUMNS ({', '.join(quote(d) for d in drops)})")
         for col in new.columns:
             have = lower.get(col.name.lower())
             if have is None:
@@ -177,20 +226,67 @@ class TargetTables:
     def _change_type(self, path: str, name: str, col: Column) -> None:
         ref = delta_ref(path)
         self._enable_features_for(ref, col.spark_type)
-        try:  # Delta type widening (int -> bigint, decimal precision up, float -> double ...)
-            self.spark.sql(f"ALTER TABLE {ref} ALTER COLUMN {quote(name)} TYPE {col.spark_type}")
-            return
-        except Exception:
-            pass
-        df = self.spark.read.format("delta").load(path)
-        cols = [
+        if self._table_properties(path).get("delta.enableTypeWidening", "").lower() == "true":
+            try:  # Delta type widening (int -> bigint, decimal precision up, float -> double ...)
+                self.spark.sql(f"ALTER TABLE {ref} ALTER COLUMN {quote(name)} TYPE {col.spark_type}")
+                return
+            except Exception:
+                pass
+        fields = self.spark.read.format("delta").load(path).schema.fields
+        self._rewrite(path, [
             f"try_cast({quote(f.name)} AS {col.spark_type}) AS {quote(f.name)}" if f.name == name else quote(f.name)
-            for f in df.schema.fields
-        ]
-        (
-            df.selectExpr(*cols).write.format("delta").mode("overwrite").option("overwriteSchema", "true")
-            .save(path)
-        )
+            for f in fields
+        ])
+
+    def _table_properties(self, path: str) -> dict[str, str]:
+        return {r.key: r.value for r in self.spark.sql(f"SHOW TBLPROPERTIES {delta_ref(path)}").collect()}
+
+    def _column_mapping(self, path: str) -> bool:
+        """Whether the table renames and drops columns in its metadata (column mapping, the spark mode)."""
+        return self._table_properties(path).get("delta.columnMapping.mode", "none").lower() != "none"
+
+    def _last_commit(self, path: str) -> tuple[int, str, dict | None]:
+        r = self.spark.sql(f"DESCRIBE HISTORY {delta_ref(path)} LIMIT 1").select(
+            "version", "operation", "userMetadata").first()
+        try:
+            tag = json.loads(r.userMetadata) if r.userMetadata else None
+        except ValueError:
+            tag = None
+        return int(r.version), r.operation, tag if isinstance(tag, dict) else None
+
+    def _pending_rewrite(self, path: str) -> int | None:
+        """The version a rewrite started from, if its first commit (the delete) is the table's last."""
+        _, operation, tag = self._last_commit(path)
+        return int(tag["rewrite_from"]) if operation == "DELETE" and tag and "rewrite_from" in tag else None
+
+    def _rewrite(self, path: str, select: list[str], pending: int | None = None) -> None:
+        """Rewrite the table as ``select`` (a select list over every column, ``__*`` ones included) of
+        itself: a rename, drop or type change the table's features cannot do in its metadata
+        (``pending``: the version a rewrite killed half-way started from).
+
+        Two commits, so that the change data feed says what happened in order: version N deletes every
+        row (as it was), version N+1 inserts every row in the new shape, the ``__*`` columns unchanged.
+        The delete is tagged with the version it started from, so a run killed between the two commits
+        finishes the rewrite from that version when it runs the same DDL again (idempotent).
+        A reader of version N sees the table empty.
+        """
+        base = pending
+        if base is None:
+            base = self._last_commit(path)[0]
+            with commit_tag(self.spark, rewrite_from=base):
+                self.spark.sql(f"DELETE FROM {delta_ref(path)}")
+            crash_point("rewrite")
+        try:
+            old = self.spark.read.format("delta").option("versionAsOf", base).load(path)
+            old.limit(1).collect()  # missing files show here, not half-way through the write
+        except Exception as exc:
+            raise CdcError(f"the rewrite of {path} for a schema change needs its version {base}, which can no "
+                           f"longer be read ({str(exc).splitlines()[0][:300]})",
+                           "re-snapshot the table: 'cdclake snapshot --config <file> --tables <regex> --force'"
+                           ) from exc
+        with commit_tag(self.spark, rewritten_from=base):
+            (old.selectExpr(*select).write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+             .save(path))
 
     # ---- data --------------------------------------------------------------------------------
 
@@ -256,6 +352,40 @@ class TargetTables:
                    f"WHEN NOT MATCHED AND s.`__action` = 'u' THEN INSERT ({ins}) VALUES ({vals})")
         with idempotent_write(self.spark, app_id, 1):
             self.spark.sql(sql)
+        self.spark.catalog.dropTempView(view)
+
+    def replace_multiset(self, path: str, schema: TableSchema, canonical: DataFrame, seq: int, position: str,
+                         where: str | None, later: DataFrame, app_id: str) -> None:
+        """Replace the rows matching ``where`` of a table without a row key with rows re-read at
+        ``seq``, plus what the applied changes after ``seq`` (``later``: bronze rows up to the table's
+        position) added to or took from that range. The caller has the pipeline lock and mining past
+        ``seq``; one idempotent MERGE."""
+        cols = schema.column_names + _META
+        read = self._read_rows(schema, canonical, seq, position).withColumn("__n", F.lit(0))
+        parsed = self._parsed(later, schema, [])
+        truncate = parsed.where("op = 't'").agg(F.max("seq")).first()[0]
+        if truncate is not None:  # the re-read rows and the changes before the truncate are gone
+            read = read.limit(0)
+            parsed = parsed.where(f"seq > {truncate}")
+        changes = self._counted_images(parsed, schema)
+        if where:
+            changes = changes.where(where)
+        desired = _surviving_copies(read.unionByName(changes.drop("__h")), schema.column_names, cols)
+        # One MERGE that matches nothing: every desired row is inserted, every live target row of the
+        # range deleted (a plain overwrite is refused on column-mapped tables with a change data feed).
+        in_range = [f"({where})"] if where else []
+        if self.soft:
+            in_range.append(f"NOT t.`{META_DELETED}`")
+        ins_cols = ", ".join(quote(c) for c in cols) + (f", `{META_DELETED}`" if self.soft else "")
+        # source columns renamed: the range filter names the target's columns unqualified
+        ins_vals = ", ".join(f"s.`__s{i}`" for i in range(len(cols))) + (", false" if self.soft else "")
+        view = f"cdclake_bag_reread_{abs(hash((path, app_id)))}"
+        desired.toDF(*[f"__s{i}" for i in range(len(cols))]).createOrReplaceTempView(view)
+        cond = f" AND {' AND '.join(in_range)}" if in_range else ""
+        with idempotent_write(self.spark, app_id, 1):
+            self.spark.sql(f"MERGE INTO {delta_ref(path)} t USING {view} s ON false "
+                           f"WHEN NOT MATCHED THEN INSERT ({ins_cols}) VALUES ({ins_vals}) "
+                           f"WHEN NOT MATCHED BY SOURCE{cond} THEN DELETE")
         self.spark.catalog.dropTempView(view)
 
     def _reread_versions(self, target: DataFrame, schema: TableSchema, key_columns: list[str], upserts: DataFrame,
@@ -333,6 +463,11 @@ class TargetTables:
         """MERGE bronze change rows (op, seq, position, txid, commit_ts, window_id, before, after), or
         the same rows already decoded by :meth:`parse_changes`."""
         parsed = events if isinstance(events, ParsedChanges) else self.parse_changes(events, schema, key_columns)
+        if not key_columns:
+            self._merge_multiset(path, schema, parsed, app_id, version)
+            if parsed is not events:
+                parsed.release()
+            return
         # Images may leave out columns the log did not supply (listed under __unavailable).
         partial = parsed.partial
         ev = parsed.frame.select("op", "seq", "position", "txid", "commit_ts", "window_id", "b", "a")
@@ -397,6 +532,95 @@ class TargetTables:
         if parsed is not events:
             parsed.release()
 
+    def _merge_multiset(self, path: str, schema: TableSchema, parsed: ParsedChanges, app_id: str,
+                        version: int) -> None:
+        """MERGE a batch into a table without a row key, kept as a multiset of whole rows.
+
+        Each after image adds a copy of that row, each before image takes one away. Rows the batch
+        only adds are inserted; for a row some change removed, every live copy is replaced by the
+        copies left (:func:`_surviving_copies`). One MERGE, idempotent per (``app_id``, ``version``).
+        """
+        if parsed.partial:
+            raise CdcError(
+                f"{schema.qualified_name} has no primary or NOT NULL unique key, and the log left columns out of "
+                "its row images (LOB or extended columns), so a changed row cannot be matched whole",
+                f"set tables.{schema.qualified_name}.key_columns in the pipeline file to columns that identify a "
+                "row, then re-snapshot the table")
+        from pyspark import StorageLevel
+
+        names = schema.column_names
+        cols = names + _META
+        changes = self._counted_images(parsed.frame, schema).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            removed = changes.where("__n < 0").select("__h", *[quote(n) for n in names]).distinct()
+            same = [F.col("c.__h") == F.col("x.__h")] + [F.col(f"c.{quote(n)}").eqNullSafe(F.col(f"x.{quote(n)}"))
+                                                        for n in names]
+            inserts = (changes.where("__n > 0").alias("c").join(removed.alias("x"), same, "left_anti")
+                       .select(*[quote(c) for c in cols]))
+            current = self.spark.read.format("delta").load(path)
+            if self.soft:
+                current = current.where(f"NOT `{META_DELETED}`")
+            have = (current.select(*[quote(c) for c in cols]).withColumn("__h", self._row_hash(names))
+                    .withColumn("__n", F.lit(0)).alias("c").join(removed.alias("x"), same, "left_semi"))
+            touched = changes.alias("c").join(removed.alias("x"), same, "left_semi")
+            survivors = _surviving_copies(have.unionByName(touched).drop("__h"), names, cols)
+            source = (inserts.unionByName(survivors).withColumn("__h", F.lit(None).cast("bigint"))
+                      .withColumn("__action", F.lit("i"))
+                      .unionByName(removed.withColumn("__action", F.lit("d")), allowMissingColumns=True))
+            if self.soft:  # a delete leaves a tombstone per removed copy
+                tomb = changes.where(f"__n < 0 AND `{META_OP}` = 'd'").select(*[quote(c) for c in cols])
+                source = source.unionByName(tomb.withColumn("__h", F.lit(None).cast("bigint"))
+                                            .withColumn("__action", F.lit("t")))
+            if self.keep_history:
+                self._record_multiset_versions(path, changes, cols, app_id, version)
+            view = f"cdclake_bag_{abs(hash((path, version)))}"
+            source.createOrReplaceTempView(view)
+            t_hash = f"xxhash64({', '.join('t.' + quote(n) for n in names)})"
+            on = " AND ".join(["s.`__action` = 'd'", f"{t_hash} = s.`__h`",
+                               *[f"t.{quote(n)} <=> s.{quote(n)}" for n in names]])
+            ins_cols = ", ".join(quote(c) for c in cols)
+            ins_vals = ", ".join(f"s.{quote(c)}" for c in cols)
+            if self.soft:
+                sql = (f"MERGE INTO {delta_ref(path)} t USING {view} s ON {on} AND NOT t.`{META_DELETED}` "
+                       f"WHEN MATCHED THEN DELETE "
+                       f"WHEN NOT MATCHED AND s.`__action` <> 'd' THEN INSERT ({ins_cols}, `{META_DELETED}`) "
+                       f"VALUES ({ins_vals}, s.`__action` = 't')")
+            else:
+                sql = (f"MERGE INTO {delta_ref(path)} t USING {view} s ON {on} WHEN MATCHED THEN DELETE "
+                       f"WHEN NOT MATCHED AND s.`__action` = 'i' THEN INSERT ({ins_cols}) VALUES ({ins_vals})")
+            with idempotent_write(self.spark, app_id, version):
+                self.spark.sql(sql)
+            self.spark.catalog.dropTempView(view)
+        finally:
+            changes.unpersist()
+
+    @staticmethod
+    def _row_hash(names: list[str]) -> SparkColumn:
+        return F.xxhash64(*[F.col(quote(n)) for n in names])
+
+    def _counted_images(self, parsed: DataFrame, schema: TableSchema) -> DataFrame:
+        """Decoded changes (:meth:`_parsed`) as row copies counted ``__n``: +1 per after image, -1
+        per before image, typed, with their ``__*`` metadata and ``__h`` (a hash of the row)."""
+        ev = parsed.select("op", "seq", "position", "txid", "commit_ts", "window_id", "b", "a")
+
+        def image(where: str, img: str, sign: int) -> DataFrame:
+            return ev.where(where).selectExpr(*typed_select(self.types, schema, img), *_BRONZE_TO_META,
+                                              f"{sign} AS `__n`")
+
+        return (image("op IN ('c', 'u', 'r') AND a IS NOT NULL", "a", 1)
+                .unionByName(image("op IN ('u', 'd') AND b IS NOT NULL", "b", -1))
+                .withColumn("__h", self._row_hash(schema.column_names)))
+
+    def _record_multiset_versions(self, path: str, changes: DataFrame, cols: list[str], app_id: str,
+                                  version: int) -> None:
+        """History of a table without a row key: no key chains versions, so each change is a row of its
+        own (a copy added, or a copy deleted with ``__deleted = true``); ``__valid_to_seq`` stays null."""
+        rows = changes.where(f"__n > 0 OR `{META_OP}` = 'd'").select(
+            *[quote(c) for c in cols], (F.col("__n") < 0).alias(META_DELETED),
+            F.lit(None).cast("decimal(38,0)").alias(VALID_TO))
+        (rows.write.format("delta").mode("append").option("txnAppId", f"{app_id}:history")
+         .option("txnVersion", 2 * version + 1).save(history_path(path)))
+
     def _fill_moved_rows(self, path: str, actions: DataFrame, names: list[str], key_columns: list[str]) -> DataFrame:
         """A key change whose image lacks values: take them from the target's row of the old key.
 
@@ -416,7 +640,9 @@ class TargetTables:
             *[F.col(quote(n)).alias(f"__p{i}") for i, n in enumerate(names)],
             *[F.col(f).alias(f"__pua{i}") for i, f in enumerate(ua)])
         m = moved.withColumn("__mid", F.monotonically_increasing_id())
-        cand = m.join(prior, old_cols, "left").where(F.col("__pseq").isNull() | (F.col("__pseq") < F.col(META_SEQ)))
+        # only earlier changes of the old key count; in the join, so a key without one keeps its row
+        on = [m[o] == prior[o] for o in old_cols] + [prior["__pseq"] < m[META_SEQ]]
+        cand = m.join(prior, on, "left").drop(*[prior[o] for o in old_cols])
         newest = Window.partitionBy("__mid").orderBy(F.col("__pseq").desc_nulls_last())
         out = cand.withColumn("__r", F.row_number().over(newest)).where("__r = 1").drop("__r")
         for i, n in enumerate(names):
@@ -441,7 +667,8 @@ class TargetTables:
                 out = out.withColumn(n, F.when(fill, F.col(f"__t{i}")).otherwise(F.col(quote(n))))
                 out = out.withColumn(f"__ua{i}", F.col(f"__ua{i}") & ~fill)
             out = out.drop("__found", *[f"__t{i}" for i in range(len(names))])
-        return rest.unionByName(out.drop("__moved", "__seen", *old_cols))
+        # materialised: per-column projections make a plan deep enough to overflow Delta's MERGE planning
+        return rest.unionByName(out.drop("__moved", "__seen", *old_cols)).localCheckpoint()
 
     def _record_versions(self, path: str, schema: TableSchema, key_columns: list[str], actions: DataFrame,
                          app_id: str, version: int) -> None:
@@ -500,8 +727,9 @@ class TargetTables:
         dest_cols = self.spark.read.format("delta").load(dest_path).columns
         view = f"cdclake_rename_{abs(hash((source_path, dest_path)))}"
         src.select(*[quote(c) for c in src.columns if c in dest_cols]).createOrReplaceTempView(view)
-        on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in key_columns)
         cols = [c for c in dest_cols if c in src.columns]
+        # without a row key a row is matched whole, metadata too (equal copies are all inserted once)
+        on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in key_columns or cols)
         self.spark.sql(
             f"MERGE INTO {delta_ref(dest_path)} t USING {view} s ON {on} WHEN NOT MATCHED THEN INSERT "
             f"({', '.join(quote(c) for c in cols)}) VALUES ({', '.join('s.' + quote(c) for c in cols)})"
@@ -514,6 +742,17 @@ def _read_meta(op: str, seq: int, position: str) -> list[str]:
     return [f"'{op}' AS `{META_OP}`", f"CAST({seq} AS DECIMAL(38,0)) AS `{META_SEQ}`",
             f"'{sql_str(position)}' AS `{META_POSITION}`", f"CAST(NULL AS STRING) AS `{META_TXID}`",
             f"current_timestamp() AS `{META_COMMIT_TS}`", f"CAST(NULL AS BIGINT) AS `{META_WINDOW}`"]
+
+
+def _surviving_copies(rows: DataFrame, names: list[str], cols: list[str]) -> DataFrame:
+    """Copies of each distinct row left after counted changes: ``rows`` has the copies there were
+    (``__n = 0``) and the changes to them (``__n`` +1 or -1); there are as many left as were there
+    plus added minus removed, and the newest of those there or added (by ``__seq``) keep their metadata."""
+    per_row = Window.partitionBy(*[F.col(quote(n)) for n in names])
+    newest = per_row.orderBy(F.col(META_SEQ).desc(), F.col(META_POSITION).desc())
+    return (rows.withColumn("__keep", F.count(F.when(F.col("__n") == 0, 1)).over(per_row) + F.sum("__n").over(per_row))
+            .where("__n >= 0").withColumn("__rank", F.row_number().over(newest))
+            .where("__rank <= __keep").select(*[quote(c) for c in cols]))
 
 
 def _flags(names: list[str], partial: bool) -> list[str]:
@@ -534,7 +773,7 @@ def _carry_unavailable(actions: DataFrame, names: list[str], key_columns: list[s
         out = out.withColumn(f"__c{i}", carried)
         out = out.withColumn(n, F.when(flag & F.col(f"__c{i}").isNotNull(), F.col(f"__c{i}.v")).otherwise(col))
         out = out.withColumn(f"__ua{i}", flag & F.col(f"__c{i}").isNull()).drop(f"__c{i}")
-    return out
+    return out.localCheckpoint()  # a shallow plan for the MERGE (see _fill_moved_rows)
 
 
 

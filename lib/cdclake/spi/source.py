@@ -17,6 +17,7 @@ import abc
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cdclake.errors import CdcError
@@ -38,6 +39,10 @@ class SnapshotStart:
     position: Position
     schemas: dict[str, TableSchema]
     ddl: dict[str, str]  # table -> the DDL text the schema was taken from
+    #: tables the source holds still at ``position`` (e.g. under a read lock) until the engine calls
+    #: :meth:`Source.end_snapshot_read` for them: the engine reads these first. A source whose reads
+    #: are exact at the position anyway (flashback) holds none.
+    held: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,40 @@ class MinedWindow:
     assemble_pieces: Callable[[DataFrame], DataFrame] | None = None
 
 
+#: how many log events (or log rows) :meth:`Source.pending_changes` reads at most by default
+PENDING_SCAN_EVENTS = 50_000
+
+
+@dataclass(frozen=True)
+class PendingChanges:
+    """What the source committed after the lake's positions and the lake does not hold yet.
+
+    The answer of :meth:`Source.pending_changes`. ``known=False`` (the default) means the source
+    cannot tell; then nothing else is meaningful. Times are naive UTC, like commit times in bronze.
+
+    * ``log_end`` — the end of the source's log when asked;
+    * ``oldest`` — per table asked about, the commit time of its oldest committed change after
+      its position (a table absent has none, or none was reached: see ``complete``);
+    * ``complete`` — the scan reached ``log_end`` or found every table's oldest pending change, so
+      a table absent from ``oldest`` has nothing pending; ``False``: it stopped at its bound
+      (``scanned_to``: the commit time of the last change it read, or None when unknown), and an
+      absent table's oldest pending change, if any, is newer than that;
+    * ``distance`` — per table, how far its position is from ``log_end``, in ``distance_unit``
+      (e.g. ``"bytes"``); a table absent: the source cannot tell;
+    * ``scanned`` — log events (or rows) read; ``note`` — why the answer is partial, for people.
+    """
+
+    known: bool = False
+    log_end: Position | None = None
+    oldest: Mapping[str, datetime] = field(default_factory=dict)
+    complete: bool = True
+    scanned_to: datetime | None = None
+    distance: Mapping[str, int] = field(default_factory=dict)
+    distance_unit: str | None = None
+    scanned: int = 0
+    note: str | None = None
+
+
 class WindowSink(Protocol):
     """Where a source hands a mined window; the engine stages it and returns the window's end."""
 
@@ -115,6 +154,10 @@ class Source(abc.ABC):
         """Read the table's rows (those matching the SQL filter ``where``, if given) as canonical
         columns (named as the source columns), at the position of the last :meth:`snapshot_start`
         or :meth:`prepare_snapshot_read`."""
+
+    def end_snapshot_read(self, table: str | None = None) -> None:  # noqa: B027 - optional hook
+        """The engine has written what :meth:`snapshot_read` read of ``table`` (``None``: the snapshot
+        ended or failed): a table held by :attr:`SnapshotStart.held` may be let go."""
 
     def prepare_snapshot_read(self, position: Position) -> None:  # noqa: B027 - optional hook
         """Make :meth:`snapshot_read` read at ``position`` (from an earlier :meth:`snapshot_start`,
@@ -155,6 +198,20 @@ class Source(abc.ABC):
     def snapshot_deferred_hint(self) -> str:
         """How an operator finds the open transaction that keeps a snapshot of new tables waiting."""
         return "run the snapshot again once that transaction has ended"
+
+    def pending_changes(self, positions: Mapping[str, Position],
+                        carried: Mapping[str, frozenset[str]] | None = None,
+                        max_events: int = PENDING_SCAN_EVENTS) -> PendingChanges:
+        """What the source committed after ``positions`` (table -> its position) that the lake lacks.
+
+        Optional (the default says "unknown"). Read the log from the lowest position once, not per
+        table, and only changes of captured tables count; a change is pending for a table when its
+        transaction commits after that table's position. ``carried`` names transactions open at
+        the positions whose earlier changes the engine holds in flight (txid -> tables; a
+        :class:`FrameSource`'s windows cut transactions): their commit makes those tables pending.
+        Stop at each table's first pending commit, at the log end, or after ``max_events`` events
+        (``complete=False``). Never write to the source, and never disturb a running mining run."""
+        return PendingChanges()
 
 
 class RecordSource(Source):

@@ -47,12 +47,10 @@ def compare_table(spark: SparkSession, pipeline: Pipeline, table: str, limit: in
         lake = lake.where("NOT `__deleted`")
     lake = lake.select(*[f"`{c}`" for c in schema.column_names])
     src = src.select(*[f"`{c}`" for c in schema.column_names])
-    only_lake = lake.exceptAll(src).limit(limit).collect()
-    only_src = src.exceptAll(lake).limit(limit).collect()
-    return Comparison(
-        table,
-        lake.count(),
-        src.count(),
-        [r.asDict() for r in only_lake],
-        [r.asDict() for r in only_src],
-    )
+    try:
+        only_lake = lake.exceptAll(src).limit(limit).collect()
+        only_src = src.exceptAll(lake).limit(limit).collect()
+        counts = lake.count(), src.count()
+    finally:
+        source.end_snapshot_read()  # a table without a row key is held still while it is read
+    return Comparison(table, *counts, [r.asDict() for r in only_lake], [r.asDict() for r in only_src])

@@ -68,6 +68,7 @@ def read_start(ctx: PipelineContext, table: str, then: str) -> tuple[TableSchema
     current = start.schemas[table]
     if entry is None or entry.schema is None or [(c.name, c.spark_type) for c in entry.schema.columns] != [
             (c.name, c.spark_type) for c in current.columns]:
+        ctx.source.end_snapshot_read()
         raise CdcError(f"the source's definition of {table} differs from the lake's (a DDL mining has not "
                        "applied yet)", f"run 'cdclake mine' until the table is caught up, then {then}")
     return entry.schema, start

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from cdclake.engine.context import PipelineContext
+    from cdclake.spi import Position
 
 ONLY_IN_SOURCE, ONLY_IN_LAKE, DIFFERENT = "only_in_source", "only_in_lake", "different"
 KINDS = (ONLY_IN_SOURCE, ONLY_IN_LAKE, DIFFERENT)
@@ -253,6 +254,7 @@ def _schema(ctx: PipelineContext, table: str) -> tuple[TableSchema, Any]:
     """The table's schema (source now, checked against the lake's) and the source position the
     next ``snapshot_read`` reads at."""
     _, start = read_start(ctx, table, "reconcile")
+    ctx.source.end_snapshot_read()  # reconcile only reads: writers to the table need not wait
     return start.schemas[table], start.position
 
 
@@ -272,6 +274,8 @@ def _reconcile_table(ctx: PipelineContext, table: str, chunks: int, max_keys: in
         check_writable(table, key_cols)  # refuse before the long compare, not after
     keys = [c.name for c in key_cols]
     result = TableReconcile(table, keys, source_position=read_at.describe())
+    if not keys:
+        return _reconcile_multiset(ctx, table, schema, read_at, repair, result)
     src_full = _source_rows(ctx, schema, None)
     types = {f.name: f.dataType for f in src_full.schema.fields}
     src = _narrow(src_full, schema, keys).persist(StorageLevel.MEMORY_AND_DISK)
@@ -336,6 +340,44 @@ def _reconcile_table(ctx: PipelineContext, table: str, chunks: int, max_keys: in
                            "or reconcile again with a larger --max-keys")
         else:
             _repair(ctx, table, key_cols, list(kinds), result)
+    return result
+
+
+def _reconcile_multiset(ctx: PipelineContext, table: str, schema: TableSchema, read_at: Position, repair: bool,
+                       result: TableReconcile) -> TableReconcile:
+    """A table without a row key: the source's and the lake's rows compared as multisets (copies of
+    each distinct row counted on both sides). No key names a row, so differences are counted, not
+    listed; ``repair`` backfills the whole table."""
+    from pyspark.sql import functions as F
+
+    def compare() -> tuple[int, int, int, int]:
+        src = _source_rows(ctx, schema, None)
+        types = {f.name: f.dataType for f in src.schema.fields}
+        lake = _lake_rows(ctx, table, schema, types)
+        s = _narrow(src, schema, []).groupBy(_HASH).agg(F.count(F.lit(1)).alias("s"))
+        l_ = _narrow(lake, schema, []).groupBy(_HASH).agg(F.count(F.lit(1)).alias("l"))
+        d = s.join(l_, _HASH, "full").select(F.coalesce("s", F.lit(0)).alias("s"), F.coalesce("l", F.lit(0)).alias("l"))
+        row = d.agg(F.sum("s"), F.sum("l"), F.sum(F.greatest(F.col("s") - F.col("l"), F.lit(0))),
+                    F.sum(F.greatest(F.col("l") - F.col("s"), F.lit(0)))).first()
+        return tuple(int(v or 0) for v in row)  # type: ignore[return-value]
+
+    result.chunking, result.chunks = "whole rows (no row key)", 1
+    result.source_rows, result.lake_rows, lost, invented = compare()
+    result.counts[ONLY_IN_SOURCE], result.counts[ONLY_IN_LAKE] = lost, invented
+    result.chunks_mismatched = int(bool(lost or invented))
+    state = ctx.control.table_states()[table]
+    result.lake_behind = state.ordinal < read_at.ordinal
+    result.lake_position = ctx.position(state.position).describe()
+    if result.differing and result.lake_behind:
+        result.note = ("mining had not reached the source's read position: a difference may be a change not "
+                       "mined yet; run 'cdclake mine', then reconcile again (a repair is safe either way)")
+    if repair and result.differing:
+        run_backfill(ctx, table, None)
+        _schema(ctx, table)  # the source read of the comparison: at a new position, after the backfill
+        _, _, lost, invented = compare()
+        result.remaining = {ONLY_IN_SOURCE: lost, ONLY_IN_LAKE: invented, DIFFERENT: 0}
+        result.remaining_keys = {k: [] for k in KINDS}
+        result.repaired = True
     return result
 
 

@@ -34,9 +34,9 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
-from cdclake.engine.events import backfill_seq
+from cdclake.engine.events import backfill_seq, event_seq
 from cdclake.engine.faults import crash_point
-from cdclake.engine.mining import mine
+from cdclake.engine.mining import mine, window_open
 from cdclake.engine.repair.common import APPLIED, PLANNED, READ, Backfill, read_start, streaming_state, unfinished
 from cdclake.errors import CdcError
 from cdclake.hadoopfs import hadoop_delete
@@ -54,22 +54,28 @@ MAX_CATCH_UP_RUNS = 20
 def resnapshot(ctx: PipelineContext, report: RunReport, table: str, where: str | None) -> Backfill:
     """Re-read ``table`` (rows matching ``where``) from the source and merge them into its target."""
     b = unfinished(ctx, table, where=where, mode=None)
-    if b is None:
-        with ctx.runs.lock(report):
-            b = _plan(ctx, table, where)
-        crash_point("backfill_planned")
     entry = ctx.control.latest_entries().get(table)
-    assert entry is not None and entry.schema is not None
+    multiset = entry is not None and entry.schema is not None and not ctx.key_columns(entry.schema)
+    if b is None or (multiset and b.status == PLANNED):
+        # Without a row key the rows must be read exactly at P (the source may hold the table still
+        # meanwhile), so planning and reading are one step: a killed one starts again at a new P.
+        with ctx.runs.lock(report):
+            try:
+                b = _plan(ctx, table, where)
+                if multiset:
+                    _read(ctx, b, where, entry.schema)  # type: ignore[union-attr]
+            finally:
+                ctx.source.end_snapshot_read()
+        crash_point("backfill_planned")
+    assert entry is not None and entry.schema is not None  # _plan refuses a table never snapshotted
     schema = entry.schema
-    staging = f"{ctx.layout.control}/staging/backfill={b.backfill_id}"
+    staging = _staging(ctx, b)
     position = ctx.position(b.position)
     report.start = report.end = position.describe()
     if b.status == PLANNED:
         ctx.source.prepare_snapshot_read(position)
-        ctx.source.snapshot_read(ctx.spark, schema, where).write.mode("overwrite").parquet(staging)
-        b.record(ctx, READ)
-        crash_point("backfill_read")
-    if ctx.targets.keep_history:
+        _read(ctx, b, where, schema)
+    if ctx.targets.keep_history or multiset:
         _mine_past(ctx, table, position)
     progress_step(f"backfill {table}: merge")
     with ctx.runs.lock(report):
@@ -88,6 +94,16 @@ def _plan(ctx: PipelineContext, table: str, where: str | None) -> Backfill:
     b = Backfill(uuid.uuid4().hex[:12], table, PLANNED, {"where": where, "position": start.position.to_dict()})
     b.record(ctx, PLANNED)
     return b
+
+
+def _staging(ctx: PipelineContext, b: Backfill) -> str:
+    return f"{ctx.layout.control}/staging/backfill={b.backfill_id}"
+
+
+def _read(ctx: PipelineContext, b: Backfill, where: str | None, schema: TableSchema) -> None:
+    ctx.source.snapshot_read(ctx.spark, schema, where).write.mode("overwrite").parquet(_staging(ctx, b))
+    b.record(ctx, READ)
+    crash_point("backfill_read")
 
 
 def _mine_past(ctx: PipelineContext, table: str, position: Position) -> None:
@@ -110,6 +126,15 @@ def _apply(ctx: PipelineContext, b: Backfill, schema: TableSchema, staging: str)
     seq = backfill_seq(position.ordinal)
     keys = ctx.key_columns(schema)
     later = ctx.bronze.changes_after(b.table, seq)  # what the change log removes after P must not come back
+    if not keys:
+        if window_open(ctx.control.last_window()):
+            raise CdcError(f"a mining window is unfinished, so which changes of {b.table} the lake holds is not "
+                           "settled", "run 'cdclake mine' once, then the same backfill again (it resumes)")
+        applied = event_seq(ctx.control.table_states()[b.table].ordinal + 1, 0)
+        later = later.where(f"seq < {applied}")  # the changes the target holds already
+        ctx.targets.replace_multiset(ctx.layout.target(b.table), schema, ctx.spark.read.parquet(staging), seq,
+                                     position.describe(), b.where, later, ctx.app_id("backfill", b.backfill_id))
+        return
     ctx.targets.merge_reread(
         ctx.layout.target(b.table), schema, keys, ctx.spark.read.parquet(staging), seq,
         position.describe(), b.where, ctx.targets.removed_keys(later, schema, keys),

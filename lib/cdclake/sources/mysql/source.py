@@ -23,12 +23,14 @@ import pymysql
 
 from cdclake.errors import CdcError, DdlParseError, PreflightError, SchemaMismatchError
 from cdclake.schema import TableSchema
-from cdclake.sources.mysql import preflight
+from cdclake.sources.mysql import lag, preflight
 from cdclake.sources.mysql.config import MySqlSourceConfig
 from cdclake.sources.mysql.ddl import apply_ddl
 from cdclake.sources.mysql.position import BinlogPosition
 from cdclake.sources.mysql.types import MySqlTypeMapper, table_map_overrides
 from cdclake.spi import Begin, Commit, Ddl, LogRecord, RecordSource, Rollback, RowChange, SnapshotStart, WindowEnd
+from cdclake.spi.jdbc import read_jdbc
+from cdclake.spi.source import PENDING_SCAN_EVENTS, PendingChanges
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -53,6 +55,8 @@ class MySqlSource(RecordSource):
         self.types = MySqlTypeMapper()
         self.skip_unparsable_ddl = skip_unparsable_ddl
         self._flavor: str | None = None
+        self._lock: pymysql.connections.Connection | None = None  # holds a snapshot's READ locks
+        self._held: set[str] = set()
 
     # ---- connections -----------------------------------------------------------------------------
 
@@ -113,7 +117,15 @@ class MySqlSource(RecordSource):
         return [n for n in names if self.config.captures(n)]
 
     def snapshot_start(self, tables: list[str]) -> SnapshotStart:
+        """Under ``LOCK TABLES ... READ``: the binlog end and each table's ``SHOW CREATE TABLE``.
+
+        The locks are released at once, unless a table has no row key: a multiset cannot take the
+        re-applied changes a keyed table converges with, so the locks stay (writers to these tables
+        wait; readers do not) until the engine has read every such table (:meth:`end_snapshot_read`).
+        """
+        self.end_snapshot_read()
         conn = self.connect()
+        held: list[str] = []
         try:
             with conn.cursor() as cur:
                 locks = ", ".join(f"{_q(t.split('.', 1)[0])}.{_q(t.split('.', 1)[1])} READ" for t in tables)
@@ -130,11 +142,32 @@ class MySqlSource(RecordSource):
                         schema = next(s for s in outcome.changes.values() if s is not None)
                         schemas[t] = schema.renamed(db, name)
                         ddl[t] = text
+                    held = [t for t in tables if schemas[t].row_key().kind == "none"]
                 finally:
-                    cur.execute("UNLOCK TABLES")
+                    if not held:
+                        cur.execute("UNLOCK TABLES")
         finally:
-            conn.close()
-        return SnapshotStart(position, schemas, ddl)
+            if held:
+                self._lock, self._held = conn, set(held)
+            else:
+                conn.close()
+        return SnapshotStart(position, schemas, ddl, held)
+
+    def end_snapshot_read(self, table: str | None = None) -> None:
+        if table is None:
+            self._held.clear()
+        else:
+            self._held.discard(table)
+        if not self._held and self._lock is not None:
+            conn, self._lock = self._lock, None
+            try:
+                with conn.cursor() as cur:
+                    cur.execute("UNLOCK TABLES")
+            finally:
+                conn.close()
+
+    def close(self) -> None:
+        self.end_snapshot_read()
 
     def jdbc_url(self) -> str:
         # The mysql scheme makes Spark pick its MySQL dialect (backquoted identifiers); the MariaDB
@@ -159,15 +192,17 @@ class MySqlSource(RecordSource):
         select = ", ".join(self.types.snapshot_select_sql(c) for c in schema.columns)
         filter_sql = f" WHERE {where}" if where else ""
         query = f"(SELECT {select} FROM {_q(db)}.{_q(name)}{filter_sql}) AS cdclake_snapshot"
-        reader = spark.read.format("jdbc").options(**self.jdbc_options()).option("dbtable", query)
+        # read_jdbc: CHAR, ENUM and SET values come as the server sends them, not blank-padded by
+        # Spark, so they equal what the binlog carries.
+        options = self.jdbc_options()
+        url = options.pop("url")
         bounds = self._partition_bounds(schema, filter_sql)
         if bounds is not None:
             column, low, high, parts = bounds
-            reader = (
-                reader.option("partitionColumn", column).option("lowerBound", str(low))
-                .option("upperBound", str(high + 1)).option("numPartitions", str(parts))
-            )
-        frame = reader.load()
+            frame = read_jdbc(spark, url, query, options, column=column, lower_bound=low, upper_bound=high + 1,
+                              num_partitions=parts)
+        else:
+            frame = read_jdbc(spark, url, query, options)
         return frame.selectExpr(
             *[f"CAST({_q(c.name)} AS {self.types.canonical_type(c)}) AS {_q(c.name)}" for c in schema.columns]
         )
@@ -222,6 +257,12 @@ class MySqlSource(RecordSource):
             preflight.check_binlog_available(conn, start, self.flavor, resume_by=self.config.position_mode)
         finally:
             conn.close()
+
+    def pending_changes(self, positions: Mapping[str, BinlogPosition],  # type: ignore[override]
+                        carried: Mapping[str, frozenset[str]] | None = None,
+                        max_events: int = PENDING_SCAN_EVENTS) -> PendingChanges:
+        """Binlog bytes to the log end and each table's oldest pending commit (:mod:`.lag`)."""
+        return lag.pending_changes(self, positions, max_events)  # windows end on commits: nothing is carried
 
     # ---- mining ----------------------------------------------------------------------------------
 

@@ -62,6 +62,8 @@ _SPATIAL = {
     "geomcollection",
 }
 _TEMPORAL_FSP = {"time", "datetime", "timestamp"}
+# Spatial values keep their SRID, like Debezium's geometry type: standard WKB and the SRID.
+SPATIAL_SPARK = "STRUCT<wkb: BINARY, srid: INT>"
 
 # Alternative spellings -> the base type MariaDB's SHOW CREATE TABLE prints.
 _ALIASES: dict[str, str] = {
@@ -330,7 +332,7 @@ def column_from_definition(
         source, spark = "json", "STRING"
         cs = cs or "utf8mb4"
     else:  # spatial
-        source, spark, cs = base, "BINARY", "binary"
+        source, spark, cs = base, SPATIAL_SPARK, "binary"
     attrs["charset"] = cs or "utf8mb4"
     return Column(name, source, spark, nullable=nullable, default=default, attrs=attrs)
 
@@ -374,8 +376,8 @@ class MySqlTypeMapper(TypeMapper):
     Canonical forms: integers (all but BIGINT UNSIGNED), YEAR, BIT(1), TIME (µs) and TIMESTAMP
     (epoch µs) are ``BIGINT``; FLOAT and DOUBLE are ``DOUBLE`` (FLOAT as its exact 32-bit value);
     everything else is ``STRING``: decimals and BIGINT UNSIGNED as exact decimal text, DATE as
-    ``YYYY-MM-DD``, DATETIME as ``YYYY-MM-DD HH:MM:SS.ffffff``, binary/BIT(n>1)/spatial as lowercase
-    hex, ENUM/SET/JSON/text as text.
+    ``YYYY-MM-DD``, DATETIME as ``YYYY-MM-DD HH:MM:SS.ffffff``, binary/BIT(n>1) as lowercase hex,
+    spatial as the lowercase hex of the stored value (SRID then WKB), ENUM/SET/JSON/text as text.
     """
 
     # ---- metadata
@@ -414,7 +416,9 @@ class MySqlTypeMapper(TypeMapper):
             return f"CAST({expr} AS BIGINT)"
         if base == "bit":
             return f"({expr} <> 0)" if spark == "BOOLEAN" else f"unhex({expr})"
-        if spark == "BINARY":  # binary strings, spatial
+        if base in _SPATIAL:
+            return _spatial_sql(expr)
+        if spark == "BINARY":  # binary strings
             return f"unhex({expr})"
         return expr
 
@@ -451,6 +455,10 @@ class MySqlTypeMapper(TypeMapper):
                 return None  # the zero date, which maps to NULL
             else:
                 default = "''"
+        if base in _SPATIAL:
+            # NOT NULL without a default: MariaDB gives existing rows its empty value. A default is an
+            # expression (ST_GeomFromText(...)), which is not evaluable here.
+            return self.to_delta_sql(column, "''") if default == "''" else None
         if default.lower().startswith(("current_timestamp", "now(", "localtime")):
             return "current_timestamp()" if base == "timestamp" else "CAST(current_timestamp() AS TIMESTAMP_NTZ)"
         if default.startswith("'") and default.endswith("'"):
@@ -517,9 +525,9 @@ class MySqlTypeMapper(TypeMapper):
         elif base in _BINARIES:
             sql = f"LOWER(HEX({c}))"
         elif base in _SPATIAL:
-            # Stored form is a 4-byte SRID then WKB; SUBSTRING keeps the stored bytes exactly (unlike
-            # MySQL 8's ST_AsWKB, which swaps axes for geographic SRIDs).
-            sql = f"LOWER(HEX(SUBSTRING({c}, 5)))"
+            # The stored bytes exactly: a 4-byte SRID then WKB (MySQL 8's ST_AsWKB would swap the axes
+            # for geographic SRIDs); to_delta_sql splits them.
+            sql = f"LOWER(HEX({c}))"
         else:  # text, enum, set, json
             sql = c
         return f"{sql} AS {c}"
@@ -582,7 +590,7 @@ class MySqlTypeMapper(TypeMapper):
                 raw = bytes(raw).ljust(int(a["length"]), b"\0")
             return bytes(raw).hex()
         if base in _SPATIAL:
-            return bytes(value)[4:].hex()  # drop the SRID prefix: standard WKB
+            return bytes(value).hex()  # as stored: the SRID (4 bytes, little-endian), then WKB
         if base == "enum":
             if isinstance(value, int):  # index, when the decoder did not know the values
                 return "" if value == 0 else a["enum_values"][value - 1]
@@ -619,6 +627,22 @@ class MySqlTypeMapper(TypeMapper):
             if frac:
                 micros = -((mag // 1_000_000) * 1_000_000 + (1_000_000 - frac))
         return micros
+
+
+def _spatial_sql(expr: str) -> str:
+    """``STRUCT<wkb, srid>`` from the canonical hex of a stored spatial value: a 4-byte little-endian
+    SRID, then standard WKB. The SRID's 32 bits are read as a signed INT (as Debezium does: SRIDs
+    above 2147483647 come out negative). MariaDB's empty value (rows that existed before ``ADD c
+    GEOMETRY NOT NULL``) has neither: empty WKB, SRID 0.
+
+    >>> _spatial_sql("h")[:60]
+    "CASE WHEN h IS NULL THEN NULL ELSE named_struct('wkb', unhex"
+    """
+    unsigned = "CAST(conv(" + " || ".join(f"substring({expr}, {i}, 2)" for i in (7, 5, 3, 1)) + ", 16, 10) AS BIGINT)"
+    srid = (f"CAST(CASE WHEN length({expr}) < 8 THEN 0 WHEN {unsigned} >= 2147483648 "
+            f"THEN {unsigned} - 4294967296 ELSE {unsigned} END AS INT)")
+    wkb = f"unhex(substring({expr}, 9))"
+    return f"CASE WHEN {expr} IS NULL THEN NULL ELSE named_struct('wkb', {wkb}, 'srid', {srid}) END"
 
 
 def _json_keys_to_str(value: Any) -> Any:

@@ -1,8 +1,11 @@
 """Flashback snapshots over Spark JDBC: every chunk of every table reads ``AS OF SCN`` the same SCN.
 
 Chunks are key ranges when the table has a single numeric key (Spark's ``partitionColumn``), else
-``ORA_HASH(ROWID, n - 1) = i`` slices. A failed chunk is retried by Spark at the same SCN (the SCN
-is in the statement). ORA-01555 and ORA-01466 come back as errors that say what to do.
+``ORA_HASH(ROWID, n - 1) = i`` slices. Every read goes through :func:`cdclake.spi.jdbc.read_jdbc`: a
+``CHAR(n)`` value keeps exactly the blanks Oracle padded it with (to n *bytes* for byte semantics),
+which is what the redo carries; Spark's own read-side padding would pad to n characters. A failed
+chunk is retried by Spark at the same SCN (the SCN is in the statement). ORA-01555 and ORA-01466
+come back as errors that say what to do.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdclake.errors import CdcError
 from cdclake.sources.oracle.config import TIMEZONE_AS_REGION
+from cdclake.spi.jdbc import read_jdbc
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -64,18 +68,16 @@ def jdbc_snapshot(spark: SparkSession, config: OracleSourceConfig, types: Any, s
     parts = opts.partitions
     key = schema.primary_key[0] if len(schema.primary_key) == 1 else None
     if parts > 1 and key and schema.column(key).spark_type.upper() in _NUMERIC_KEY:
-        bounds = spark.read.jdbc(url, f'(SELECT MIN("{key}") AS LO, MAX("{key}") AS HI FROM '
-                                      f'"{schema.database}"."{schema.table}" AS OF SCN {int(scn)}'
-                                      f'{_filter(where)}) b',
-                                 properties=props).first()
+        bounds = read_jdbc(spark, url, f'(SELECT MIN("{key}") AS LO, MAX("{key}") AS HI FROM '
+                                       f'"{schema.database}"."{schema.table}" AS OF SCN {int(scn)}'
+                                       f'{_filter(where)}) b', props).first()
         if bounds is not None and bounds[0] is not None:
-            frame = spark.read.jdbc(url, f"({snapshot_query(types, schema, scn, where)}) q", column=f'"{key}"',
-                                    lowerBound=int(bounds[0]), upperBound=int(bounds[1]) + 1, numPartitions=parts,
-                                    properties=props)
+            frame = read_jdbc(spark, url, f"({snapshot_query(types, schema, scn, where)}) q", props, column=f'"{key}"',
+                              lower_bound=int(bounds[0]), upper_bound=int(bounds[1]) + 1, num_partitions=parts)
             return _fixup(frame, types, schema)
     if parts > 1:
         return _fixup(_rowid_slices(spark, url, props, types, schema, scn, parts, where), types, schema)
-    frame = spark.read.jdbc(url, f"({snapshot_query(types, schema, scn, where)}) q", properties=props)
+    frame = read_jdbc(spark, url, f"({snapshot_query(types, schema, scn, where)}) q", props)
     return _fixup(frame, types, schema)
 
 
@@ -85,7 +87,7 @@ def _rowid_slices(spark: SparkSession, url: str, props: dict[str, str], types: A
     table = (f'(SELECT {cols}, ROWID AS RID FROM "{schema.database}"."{schema.table}" AS OF SCN {int(scn)}'
              f'{_filter(where)}) q')
     predicates = [f"ORA_HASH(RID, {parts - 1}) = {i}" for i in range(parts)]
-    return spark.read.jdbc(url, table, predicates=predicates, properties=props).drop("RID")
+    return read_jdbc(spark, url, table, props, predicates=predicates).drop("RID")
 
 
 def _fixup(frame: DataFrame, types: Any, schema: TableSchema) -> DataFrame:

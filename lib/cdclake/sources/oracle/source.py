@@ -23,6 +23,7 @@ from cdclake.sources.oracle.decode import DecodePlan, decode_prepared, prepare
 from cdclake.sources.oracle.logminer import RAW_COLUMNS, LogMinerClient, MiningSettings, raw_arrow_schema
 from cdclake.sources.oracle.position import LogPoint, ScnPosition
 from cdclake.spi import Ddl, FrameSource, MinedWindow, SnapshotStart, SourceContext, WindowRequest
+from cdclake.spi.source import PENDING_SCAN_EVENTS, PendingChanges
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -349,6 +350,14 @@ class OracleSource(FrameSource):
 
     def snapshot_deferred_hint(self) -> str:
         return "run the snapshot again once that transaction has ended (GV$TRANSACTION shows it)"
+
+    def pending_changes(self, positions: Mapping[str, ScnPosition],  # type: ignore[override]
+                        carried: Mapping[str, frozenset[str]] | None = None,
+                        max_events: int = PENDING_SCAN_EVENTS) -> PendingChanges:
+        """SCNs to the current SCN and each table's oldest pending commit, from the redo (:mod:`.lag`)."""
+        from cdclake.sources.oracle import lag
+
+        return lag.pending_changes(self, positions, carried, max_events)
 
     # ---- mining ------------------------------------------------------------------------------------
 
