@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import Field, ValidationError, create_model, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, create_model, field_validator, model_validator
 
 from cdclake.errors import ConfigError
 from cdclake.spi.config import SourceConfigBase, StrictModel
@@ -112,10 +112,52 @@ class ExpectationOptions(StrictModel):
     on_failure: Literal["fail", "warn"] | None = Field(None, description="overrides quality.on_failure")
 
 
+class MaskRule(StrictModel):
+    """How one text column is masked (``tables.<t>.mask_columns.<column>``): exactly one of
+
+    * ``hash`` — the salted hash (hex) of the value: ``sha256(salt + value)``; the same value gives
+      the same hash in every table and on every path, so masked columns still join (``masking.salt``);
+    * ``truncate`` — the first N characters;
+    * ``text`` — a fixed text in place of every non-null value.
+
+    NULL stays NULL.
+
+    >>> MaskRule(hash="sha256").kind, MaskRule(truncate=4).kind
+    ('hash', 'truncate')
+    """
+
+    hash: Literal["sha256", "sha512"] | None = Field(None, description="salted hash (hex) of the value")
+    truncate: int | None = Field(None, ge=0, description="keep the first N characters")
+    text: str | None = Field(None, description="replace every non-null value by this text")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> MaskRule:
+        if sum(v is not None for v in (self.hash, self.truncate, self.text)) != 1:
+            raise ValueError("give exactly one of hash (sha256 | sha512), truncate (N characters), text")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return "hash" if self.hash else "truncate" if self.truncate is not None else "text"
+
+
 class TableOptions(StrictModel):
     key_columns: list[str] | None = None
+    include_columns: list[str] | None = Field(
+        None, description="land only these columns (the row key must be among them); new columns are left out")
+    exclude_columns: list[str] = Field(
+        default_factory=list, description="never read, land or log these columns")
+    mask_columns: dict[str, MaskRule] = Field(
+        default_factory=dict, description="text columns landed masked: {column: {hash|truncate|text: ...}}")
     expectations: list[ExpectationOptions] = Field(
         default_factory=list, description="data-quality expectations checked after each apply (quality:)")
+
+
+class MaskingOptions(StrictModel):
+    """Settings of ``tables.<t>.mask_columns``."""
+
+    salt: SecretStr | None = Field(
+        None, description="salt of hash masks; must be a ${VAR} (environment or secrets file), never a literal")
 
 
 class QualityOptions(StrictModel):
@@ -182,13 +224,18 @@ class PipelineConfig(StrictModel):
     airflow: AirflowOptions = Field(default_factory=AirflowOptions)
     maintenance: MaintenanceOptions = Field(default_factory=MaintenanceOptions)
     quality: QualityOptions = Field(default_factory=QualityOptions)
+    masking: MaskingOptions = Field(default_factory=MaskingOptions)
     secrets_file: str | None = None
 
     @model_validator(mode="after")
     def _table_overrides_are_captured(self) -> PipelineConfig:
-        for name in self.tables:
+        for name, options in self.tables.items():
             if not self.source.captures(name):
                 raise ValueError(f"tables.{name}: table is not selected by source.include_tables/exclude_tables")
+            _check_column_rules(name, options)
+            if any(r.hash for r in options.mask_columns.values()) and self.masking.salt is None:
+                raise ValueError(f"tables.{name}.mask_columns: a hash mask needs masking.salt "
+                                 "(e.g. masking: {salt: \"${CDCLAKE_MASK_SALT}\"}, the value in the environment)")
         return self
 
     @property
@@ -198,6 +245,20 @@ class PipelineConfig(StrictModel):
     def redacted(self) -> dict[str, Any]:
         """The configuration as a dict with secrets masked, safe to log."""
         return self.model_dump(mode="json")
+
+
+def _check_column_rules(table: str, options: TableOptions) -> None:
+    if options.include_columns is not None and options.exclude_columns:
+        raise ValueError(f"tables.{table}: give include_columns or exclude_columns, not both")
+    excluded = {c.lower() for c in options.exclude_columns}
+    included = None if options.include_columns is None else {c.lower() for c in options.include_columns}
+    for column in options.mask_columns:
+        if column.lower() in excluded or (included is not None and column.lower() not in included):
+            raise ValueError(f"tables.{table}.mask_columns.{column}: the column is not landed "
+                             "(exclude_columns/include_columns); drop the mask or land the column")
+    for key in options.key_columns or []:
+        if key.lower() in excluded or (included is not None and key.lower() not in included):
+            raise ValueError(f"tables.{table}.key_columns: {key} is left out by include_columns/exclude_columns")
 
 
 @functools.cache
@@ -258,6 +319,11 @@ def load_config_text(text: str, origin: str = "<config>", resolve_secrets: bool 
         raise ConfigError(f"{origin} is not valid YAML: {exc}", "fix the YAML syntax") from exc
     if not isinstance(raw, dict):
         raise ConfigError(f"{origin} must be a YAML mapping with keys pipeline, source, lake")
+    salt = (raw.get("masking") or {}).get("salt") if isinstance(raw.get("masking"), dict) else None
+    if salt is not None and not (isinstance(salt, str) and _VAR.fullmatch(salt.strip())):
+        raise ConfigError(f"{origin}: masking.salt is written in the file; a salt is a secret",
+                          'write masking: {salt: "${CDCLAKE_MASK_SALT}"} and export CDCLAKE_MASK_SALT=... '
+                          "(or put it in the secrets file)")
     if resolve_secrets:
         secrets_path = raw.get("secrets_file") or os.environ.get("CDCLAKE_SECRETS_FILE")
         lookup = _read_secrets_file(secrets_path) if secrets_path else {}

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cdclake.engine.bronze import BronzeLog
+from cdclake.engine.columns import ColumnPolicy
 from cdclake.engine.control import ControlTables
 from cdclake.engine.lake import LakeLayout
 from cdclake.engine.runs import RunLog
@@ -13,7 +14,7 @@ from cdclake.engine.target import TargetTables
 from cdclake.schema import RowKey
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from cdclake.config import PipelineConfig
     from cdclake.schema import TableSchema
@@ -30,16 +31,18 @@ class PipelineContext:
     bronze: BronzeLog
     targets: TargetTables
     runs: RunLog
+    columns: ColumnPolicy
 
     @classmethod
     def create(cls, config: PipelineConfig, source: Source, spark: SparkSession) -> PipelineContext:
         layout = LakeLayout(config.lake.root, config.pipeline)
         lake = config.lake
         control = ControlTables(spark, layout, lake.table_features)
+        columns = ColumnPolicy.from_config(config, source.types)
         targets = TargetTables(spark, source.types, lake.delete_mode, lake.table_properties, lake.history_tables,
-                               features=control.table_features)
+                               features=control.table_features, columns=columns)
         return cls(config, source, spark, layout, control, BronzeLog(spark, layout), targets,
-                   RunLog(spark, layout, control))
+                   RunLog(spark, layout, control), columns)
 
     @property
     def name(self) -> str:
@@ -53,6 +56,18 @@ class PipelineContext:
         if override and override.key_columns:
             return RowKey("key_columns", tuple(override.key_columns))
         return schema.row_key()
+
+    def lake_schema(self, schema: TableSchema) -> TableSchema:
+        """``schema`` as the lake holds it (``tables.<t>.include_columns/exclude_columns``), after
+        checking that the table's column rules can be honoured on it."""
+        self.columns.check_table(schema, self.row_key(schema))
+        return self.columns.lake_schema(schema)
+
+    def read_source(self, schema: TableSchema, where: str | None = None) -> DataFrame:
+        """The source's rows of ``schema``'s table (matching ``where``) as canonical columns, with the
+        column rules applied: the one read of snapshots, backfills and reconcile."""
+        rows = self.source.snapshot_read(self.spark, self.lake_schema(schema), where)
+        return self.columns.mask_frame(schema.qualified_name, rows)
 
     def key_columns(self, schema: TableSchema) -> list[str]:
         """The columns of :meth:`row_key`; empty for a table kept as a multiset."""

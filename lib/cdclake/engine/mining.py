@@ -41,7 +41,7 @@ from cdclake.engine.inflight import InflightBuffer
 from cdclake.engine.quality import QualityChecks
 from cdclake.errors import CdcError
 from cdclake.hadoopfs import hadoop_delete, hadoop_path_exists
-from cdclake.spi import Ddl, LogRecord, MinedWindow, Position, WindowEnd, WindowRequest
+from cdclake.spi import Ddl, LogRecord, MinedWindow, Position, RowChange, WindowEnd, WindowRequest
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -162,10 +162,12 @@ class WindowMiner:
         return self.ctx.source.mine_window(self.spark, request, self)
 
     def _on_ddl(self, ddl: Ddl) -> None:
+        self.ctx.columns.check_ddl(ddl, self.ctx.row_key)  # before any row after it is written
         self.history.extend(entries_for_ddl(ddl, self.next_version + len(self.history), self.wid))
 
     def _record_history(self) -> None:
-        self.ctx.control.append_history(self.history, (self.ctx.app_id("history"), self.wid))
+        entries = [self.ctx.columns.redact(e) for e in self.history]
+        self.ctx.control.append_history(entries, (self.ctx.app_id("history"), self.wid))
 
     # ---- log records, assembled on the driver ------------------------------------------------------
 
@@ -194,10 +196,15 @@ class WindowMiner:
         mining = ctx.config.mining
         assembler = TransactionAssembler(stage, self._on_ddl, mining.flush_rows, mining.spill_rows, self.floors)
         end: Position | None = None
+        columns = ctx.columns
         for record in records:
             if isinstance(record, WindowEnd):
                 end = record.position
                 break
+            if columns and isinstance(record, RowChange) and columns.rules(record.table):
+                # before the transaction buffer: no raw value of a ruled column reaches any file
+                record.before = columns.mask_image(record.table, record.before)
+                record.after = columns.mask_image(record.table, record.after)
             assembler.feed(record)
         open_txns = assembler.finish()
         if end is None or open_txns:
@@ -227,11 +234,11 @@ class WindowMiner:
         ctx, wid, report, spark, staging = self.ctx, self.wid, self.report, self.spark, self.staging
         # Decoding runs once: later steps read the decoded rows back.
         report.phase("fetch")
-        mined.rows.write.mode("overwrite").parquet(f"{staging}/decoded")
-        report.phase("decode")
-        rows = spark.read.parquet(f"{staging}/decoded")
         for ddl in mined.ddl:
             self._on_ddl(ddl)
+        ctx.columns.mask_log_rows(mined.rows).write.mode("overwrite").parquet(f"{staging}/decoded")
+        report.phase("decode")
+        rows = spark.read.parquet(f"{staging}/decoded")
 
         buffer = InflightBuffer(spark, ctx.layout, ctx.name)
         buffer.ensure()

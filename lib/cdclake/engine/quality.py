@@ -363,11 +363,13 @@ class QualityGate:
     """Checks target tables after an apply and records the results (``_cdclake/quality``)."""
 
     def __init__(self, spark: SparkSession, layout: LakeLayout, config: PipelineConfig,
-                 key_columns: Callable[[TableSchema], list[str]], soft_deletes: bool) -> None:
+                 key_columns: Callable[[TableSchema], list[str]], soft_deletes: bool,
+                 lake_schema: Callable[[TableSchema], TableSchema] | None = None) -> None:
         self.spark = spark
         self.layout = layout
         self.config = config
         self.key_columns = key_columns
+        self.lake_schema = lake_schema or (lambda schema: schema)  # the columns the lake holds
         self.soft = soft_deletes
 
     def check_window(self, window_id: int, schemas: dict[str, TableSchema],
@@ -383,6 +385,7 @@ class QualityGate:
             if not is_delta_table(self.spark, path):
                 continue
             keys = self.key_columns(schema)
+            schema = self.lake_schema(schema)
             target = read_delta(self.spark, path)
             written = target.where(f"`{META_WINDOW}` = {int(window_id)}")
             changed = self._live(written).select(*[F.col(quote(c)) for c in schema.column_names])
@@ -407,6 +410,7 @@ class QualityGate:
         from pyspark.sql import functions as F
 
         keys = self.key_columns(schema)
+        schema = self.lake_schema(schema)
         target = read_delta(self.spark, self.layout.target(schema.qualified_name))
         rows = self._live(target) if where is None else self._live(target).where(where)
         frames = {CHANGED: rows.select(*[F.col(quote(c)) for c in schema.column_names]),
@@ -494,7 +498,8 @@ class QualityChecks:
     def __init__(self, ctx: PipelineContext) -> None:
         self.ctx = ctx
         self.config = ctx.config
-        self.gate = (QualityGate(ctx.spark, ctx.layout, ctx.config, ctx.key_columns, ctx.targets.soft)
+        self.gate = (QualityGate(ctx.spark, ctx.layout, ctx.config, ctx.key_columns, ctx.targets.soft,
+                                 ctx.columns.lake_schema)
                      if ctx.config.quality.enabled else None)
 
     def check_config(self) -> None:

@@ -75,8 +75,8 @@ def _snapshot_tables(ctx: PipelineContext, report: RunReport, start: SnapshotSta
                        report.run_id)
     version = control.next_schema_version()
     control.append_history([
-        HistoryEntry(version + i, t, seq, pos.describe(), start.ddl.get(t, ""), "snapshot", start.schemas[t],
-                     None, {}, None)
+        ctx.columns.redact(HistoryEntry(version + i, t, seq, pos.describe(), start.ddl.get(t, ""), "snapshot",
+                                        start.schemas[t], None, {}, None))
         for i, t in enumerate(todo)
     ])
     quality_failures: list[Any] = []
@@ -89,7 +89,7 @@ def _snapshot_tables(ctx: PipelineContext, report: RunReport, start: SnapshotSta
             with commit_tag(ctx.spark, snapshot=True, seq=seq):
                 if t in states and is_delta_table(ctx.spark, path):
                     ctx.targets.close_history(path, seq)  # the re-snapshot's rows follow
-                frame = source.snapshot_read(ctx.spark, schema)
+                frame = ctx.read_source(schema)
                 ctx.targets.write_snapshot(path, schema, frame, seq, pos.describe())
         except CdcError:
             raise

@@ -24,6 +24,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from cdclake.config import unreadable_properties
+from cdclake.engine.columns import ColumnPolicy
 from cdclake.engine.events import (
     META_COMMIT_TS,
     META_DELETED,
@@ -93,8 +94,9 @@ class ParsedChanges:
 class TargetTables:
     def __init__(self, spark: SparkSession, types: TypeMapper, delete_mode: str = "hard",
                  extra_properties: dict[str, str] | None = None, history_tables: bool = False,
-                 features: str | Callable[[], str] = COMPATIBLE) -> None:
+                 features: str | Callable[[], str] = COMPATIBLE, columns: ColumnPolicy | None = None) -> None:
         self.spark = spark
+        self.columns = columns or ColumnPolicy({}, None, types)
         self.types = types
         self.soft = delete_mode == "soft"
         self.keep_history = history_tables
@@ -128,6 +130,7 @@ class TargetTables:
     def create(self, path: str, schema: TableSchema, replace: bool = False) -> None:
         """Make the target (and its history table); ``replace``: empty it with ``schema``, keeping the
         table features it was made with (a table is never converted to another mode behind the user's back)."""
+        schema = self.columns.lake_schema(schema)
         verb = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE IF NOT EXISTS"
         tables = [(path, False)] + ([(history_path(path), True)] if self.keep_history else [])
         props = ", ".join(f"'{k}' = '{v}'" for k, v in self.properties.items())
@@ -164,6 +167,7 @@ class TargetTables:
         Added columns get, on rows older than the DDL (history: on current versions), the value the
         source gave existing rows.
         """
+        new = self.columns.lake_schema(new)
         if not is_delta_table(self.spark, path):
             self.create(path, new)
             return
@@ -211,7 +215,8 @@ class TargetTables:
             if have is None:
                 self._enable_features_for(ref, col.spark_type)
                 self.spark.sql(f"ALTER TABLE {ref} ADD COLUMNS ({quote(col.name)} {col.spark_type})")
-                initial = self.types.initial_value_sql(col)
+                initial = self.columns.initial_value_sql(self.spark, new.qualified_name, col,
+                                                         self.types.initial_value_sql(col))
                 if initial is not None:
                     self.spark.sql(f"UPDATE {ref} SET {quote(col.name)} = {initial} WHERE {existing_rows}")
             elif current[have] != _simple(col.spark_type):
@@ -292,10 +297,12 @@ class TargetTables:
 
     def _read_rows(self, schema: TableSchema, canonical: DataFrame, seq: int, position: str) -> DataFrame:
         """Rows read from the source (canonical columns) as target rows: ``__op = 'r'`` at ``seq``."""
+        schema = self.columns.lake_schema(schema)
         return canonical.selectExpr(*typed_select(self.types, schema), *_read_meta("r", seq, position))
 
     def write_snapshot(self, path: str, schema: TableSchema, canonical: DataFrame, seq: int, position: str) -> None:
         """Replace the target with snapshot rows (``__op = 'r'``, all at the snapshot sequence)."""
+        schema = self.columns.lake_schema(schema)
         self.create(path, schema, replace=True)
         typed = self._read_rows(schema, canonical, seq, position)
         if self.soft:
@@ -317,6 +324,7 @@ class TargetTables:
         rows matching ``where`` that the source no longer has are deleted if written before ``seq``.
         Idempotent per ``app_id``.
         """
+        schema = self.columns.lake_schema(schema)
         cols = schema.column_names + _META
         read = self._read_rows(schema, canonical, seq, position)
         upserts = read.limit(0) if truncated_later else read.join(removed_later, key_columns, "left_anti")
@@ -360,6 +368,7 @@ class TargetTables:
         ``seq``, plus what the applied changes after ``seq`` (``later``: bronze rows up to the table's
         position) added to or took from that range. The caller has the pipeline lock and mining past
         ``seq``; one idempotent MERGE."""
+        schema = self.columns.lake_schema(schema)
         cols = schema.column_names + _META
         read = self._read_rows(schema, canonical, seq, position).withColumn("__n", F.lit(0))
         parsed = self._parsed(later, schema, [])
@@ -408,6 +417,7 @@ class TargetTables:
 
     def removed_keys(self, events: DataFrame, schema: TableSchema, key_columns: list[str]) -> DataFrame:
         """Keys that bronze change rows take away: deletes, and the old key of key-changing updates."""
+        schema = self.columns.lake_schema(schema)
         moved = " OR ".join(f"NOT (a.{quote(k)} <=> b.{quote(k)})" for k in key_columns)
         return self._parsed(events, schema, key_columns).where(
             f"op = 'd' OR (op = 'u' AND b IS NOT NULL AND ({moved}))").selectExpr(
@@ -418,6 +428,8 @@ class TargetTables:
         check both need: row count, undecodable count, and whether any image left columns out."""
         from pyspark import StorageLevel
 
+        schema = self.columns.lake_schema(schema)
+
         frame = self._parsed(events, schema, key_columns).persist(StorageLevel.MEMORY_AND_DISK)
         stats = frame.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("__bad").cast("int")).alias("bad"),
                           F.max(F.col("__partial").cast("int")).alias("partial")).first()
@@ -426,6 +438,7 @@ class TargetTables:
     def _parsed(self, events: DataFrame, schema: TableSchema, key_columns: list[str]) -> DataFrame:
         """The images decoded (``b``, ``a``) with ``__bad`` (does not decode, or a null key) and
         ``__partial`` (the after image lists unavailable columns)."""
+        schema = self.columns.lake_schema(schema)
         canon = _canonical_ddl(self.types, schema)
         omit = getattr(self.types, "images_may_omit_columns", False)
         canon_a = canon + (f", `{UNAVAILABLE_KEY}` ARRAY<STRING>" if omit else "")
@@ -444,6 +457,7 @@ class TargetTables:
     def undecodable(self, events: DataFrame | ParsedChanges, schema: TableSchema, key_columns: list[str]
                     ) -> DataFrame:
         """Bronze rows whose images do not decode with ``schema`` (dead-letter rows, with a reason)."""
+        schema = self.columns.lake_schema(schema)
         frame = events.frame if isinstance(events, ParsedChanges) else self._parsed(events, schema, key_columns)
         return frame.where("__bad").selectExpr(
             "window_id", "source_table", "seq", "position", "op",
@@ -462,6 +476,7 @@ class TargetTables:
     ) -> None:
         """MERGE bronze change rows (op, seq, position, txid, commit_ts, window_id, before, after), or
         the same rows already decoded by :meth:`parse_changes`."""
+        schema = self.columns.lake_schema(schema)
         parsed = events if isinstance(events, ParsedChanges) else self.parse_changes(events, schema, key_columns)
         if not key_columns:
             self._merge_multiset(path, schema, parsed, app_id, version)

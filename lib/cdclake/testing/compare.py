@@ -41,7 +41,9 @@ class Comparison:
 def compare_table(spark: SparkSession, pipeline: Pipeline, table: str, limit: int = 20) -> Comparison:
     source = pipeline.source
     schema = source.snapshot_start([table]).schemas[table]
-    src = source.snapshot_read(spark, schema).selectExpr(*typed_select(source.types, schema))
+    src = pipeline.ctx.read_source(schema)
+    schema = pipeline.ctx.columns.lake_schema(schema)
+    src = src.selectExpr(*typed_select(source.types, schema))
     lake = spark.read.format("delta").load(pipeline.layout.target(table))
     if "__deleted" in lake.columns:
         lake = lake.where("NOT `__deleted`")

@@ -260,8 +260,11 @@ def _schema(ctx: PipelineContext, table: str) -> tuple[TableSchema, Any]:
 
 def _key_columns(ctx: PipelineContext, schema: TableSchema) -> list[KeyColumn]:
     keys = ctx.key_columns(schema)
+    rules = ctx.columns.rules(schema.qualified_name)
+    # a masked key's lake value is not the source's: no filter selects its rows (a repair is refused)
     return [KeyColumn(k, ctx.source.filter_identifier(schema.column(k).name),
-                      ctx.source.types.filter_literal_kind(schema.column(k))) for k in keys]
+                      None if rules and rules.mask(k) else ctx.source.types.filter_literal_kind(schema.column(k)))
+            for k in keys]
 
 
 def _reconcile_table(ctx: PipelineContext, table: str, chunks: int, max_keys: int, repair: bool, confirm: bool,
@@ -270,6 +273,7 @@ def _reconcile_table(ctx: PipelineContext, table: str, chunks: int, max_keys: in
 
     schema, read_at = _schema(ctx, table)
     key_cols = _key_columns(ctx, schema)
+    schema = ctx.lake_schema(schema)  # the row key comes from the source's schema, the columns from the lake's
     if repair:
         check_writable(table, key_cols)  # refuse before the long compare, not after
     keys = [c.name for c in key_cols]
@@ -383,8 +387,7 @@ def _reconcile_multiset(ctx: PipelineContext, table: str, schema: TableSchema, r
 
 def _source_rows(ctx: PipelineContext, schema: TableSchema, where: str | None) -> DataFrame:
     """Source rows (read at the last ``snapshot_start``) converted exactly as the lake converts them."""
-    source = ctx.source
-    return source.snapshot_read(ctx.spark, schema, where).selectExpr(*typed_select(source.types, schema))
+    return ctx.read_source(schema, where).selectExpr(*typed_select(ctx.source.types, schema))
 
 
 def _lake_rows(ctx: PipelineContext, table: str, schema: TableSchema, types: dict[str, Any]) -> DataFrame:
@@ -499,7 +502,7 @@ def _recheck(ctx: PipelineContext, table: str, key_cols: list[KeyColumn], keys: 
 
     if not keys:
         return {}
-    schema, _ = _schema(ctx, table)  # a new read position: the source as it is now
+    schema = ctx.lake_schema(_schema(ctx, table)[0])  # a new read position: the source as it is now
     names = [c.name for c in key_cols]
     try:
         where: str | None = " OR ".join(f"({f})" for f in key_filters(table, key_cols, keys))

@@ -101,7 +101,7 @@ def _staging(ctx: PipelineContext, b: Backfill) -> str:
 
 
 def _read(ctx: PipelineContext, b: Backfill, where: str | None, schema: TableSchema) -> None:
-    ctx.source.snapshot_read(ctx.spark, schema, where).write.mode("overwrite").parquet(_staging(ctx, b))
+    ctx.read_source(schema, where).write.mode("overwrite").parquet(_staging(ctx, b))
     b.record(ctx, READ)
     crash_point("backfill_read")
 
