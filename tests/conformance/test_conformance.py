@@ -44,7 +44,6 @@ def _version(spark: Any, path: str) -> int:
     return int(spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").first().version)
 
 
-@pytest.mark.timeout(900)  # ~2 min per source on 2 idle cores; a loaded machine takes 2-3 times that
 def test_workload_mined_window_by_window_equals_source(driver: Driver, spark, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     work = Workload(random.Random(driver.seed), driver.supported_ddl, driver.open_transactions_across_windows)
     plan = random.Random(driver.seed + 1)  # which round is killed (and where), which has a small window

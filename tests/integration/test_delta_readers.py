@@ -81,7 +81,6 @@ def _rewrites(spark, path: str) -> list[int]:  # type: ignore[no-untyped-def]
     return sorted(r.version for r in log if r.userMetadata and "rewrite_from" in r.userMetadata)
 
 
-@pytest.mark.timeout(900)
 def test_compatible_lake_opens_in_delta_rs_after_every_kind_of_ddl(  # type: ignore[no-untyped-def]
         spark, mariadb, fresh_database, tmp_path, monkeypatch) -> None:
     db = fresh_database

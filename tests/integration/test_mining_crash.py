@@ -53,7 +53,6 @@ def _mine_subprocess(config: Path, crash_at: str | None, timeout: int = 300) -> 
                           env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
-@pytest.mark.timeout(1200)  # two cold mining processes (a JVM each) besides the in-process runs
 def test_kill_at_every_step_then_rerun_is_exact(spark, mariadb, fresh_database, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Every step boundary in-process (a BaseException nothing catches), then real SIGKILLs.
 
