@@ -47,7 +47,7 @@ HEAVY_TESTS = {
     "test_delta_readers.py::test_compatible_lake": 210, "test_row_keys.py::": 150,
     "test_status_lag.py::test_mariadb": 60, "test_status_lag.py::test_oracle": 40,
     "test_value_paths.py::test_oracle": 150, "test_column_rules.py::test_left_out": 150,
-    "test_column_rules.py::test_oracle": 60, "test_value_paths.py::test_mysql": 90,
+    "test_column_rules.py::test_oracle": 60, "equals_source[oracle]": 180, "equals_source[mysql]": 125, "test_value_paths.py::test_mysql": 90,
     "test_mining_equality.py::": 100, "test_oracle_sim.py::test_lob_writes": 90,
     "test_oracle_sim.py::test_connection_lost": 85, "test_oracle_sim.py::test_export_mode": 65,
     "test_oracle_checklist.py::": 35, "test_quality.py::test_gates": 55, "test_oracle_sim.py::test_abandoned": 55,
