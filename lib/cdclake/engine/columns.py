@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -170,7 +170,7 @@ class ColumnPolicy:
         return (self.types.canonical_type(column).strip().upper() == "STRING"
                 and self.types.to_delta_sql(column, "v") == "v")
 
-    def check_ddl(self, ddl: Ddl, key_of: Any) -> None:
+    def check_ddl(self, ddl: Ddl, key_of: Callable[[TableSchema], RowKey]) -> None:
         """Stop before any row after ``ddl`` is written if it takes a column out of reach of its rule: a
         ruled table renamed to one without the same rules, a ruled column renamed, a masked column made
         non-text. ``key_of(schema)`` gives a table's :class:`RowKey`."""
@@ -243,21 +243,21 @@ class ColumnPolicy:
         rows = rows.where(~(is_piece & ruled & F.coalesce(excluded, F.lit(False))))
         stop = is_piece & ruled & F.coalesce(masked, F.lit(False))
         has_images = ruled & F.col("kind").isin(KIND_CHANGE, KIND_UNDO)
-        return rows.select(*[
-            F.when(stop, F.lit(KIND_ERROR)).otherwise(F.col("kind")).alias("kind") if c == "kind" else
-            F.when(stop, F.concat(
-                F.lit("a LOB fragment of masked column "), F.col("source_table"), F.lit("."),
-                F.get_json_object("after", "$.column"),
-                F.lit(": a fragment cannot be masked before its value is whole; exclude the column "
-                      "(tables.<table>.exclude_columns) or stop mining LOBs")))
-            .otherwise(F.col("error")).alias("error") if c == "error" else
-            F.when(stop, F.lit(None)).when(has_images | (is_piece & ruled), images("source_table", c))
-            .otherwise(F.col(c)).alias(c) if c == "before" else
-            F.when(stop, F.lit(None)).when(has_images, images("source_table", c)).otherwise(F.col(c)).alias(c)
-            if c == "after" else
-            F.when(ruled, F.lit(None)).otherwise(F.col(c)).alias(c) if c == "raw" else F.col(c)
-            for c in rows.columns
-        ])
+        stopped = (F.concat(F.lit("a LOB fragment of masked column "), F.col("source_table"), F.lit("."),
+                            F.get_json_object("after", "$.column"),
+                            F.lit(": a fragment cannot be masked before its value is whole; exclude the column "
+                                  "(tables.<table>.exclude_columns) or stop mining LOBs")))
+        replaced = {
+            "kind": F.when(stop, F.lit(KIND_ERROR)).otherwise(F.col("kind")),
+            "error": F.when(stop, stopped).otherwise(F.col("error")),
+            # a piece's before image is its row key
+            "before": F.when(stop, F.lit(None)).when(has_images | (is_piece & ruled), images("source_table", "before"))
+            .otherwise(F.col("before")),
+            "after": F.when(stop, F.lit(None)).when(has_images, images("source_table", "after"))
+            .otherwise(F.col("after")),
+            "raw": F.when(ruled, F.lit(None)).otherwise(F.col("raw")),
+        }
+        return rows.select(*[replaced[c].alias(c) if c in replaced else F.col(c) for c in rows.columns])
 
     def redact(self, entry: HistoryEntry) -> HistoryEntry:
         """A schema-history entry of a ruled table as the lake keeps it: the statement's string literals
