@@ -297,7 +297,6 @@ class TargetTables:
 
     def _read_rows(self, schema: TableSchema, canonical: DataFrame, seq: int, position: str) -> DataFrame:
         """Rows read from the source (canonical columns) as target rows: ``__op = 'r'`` at ``seq``."""
-        schema = self.columns.lake_schema(schema)
         return canonical.selectExpr(*typed_select(self.types, schema), *_read_meta("r", seq, position))
 
     def write_snapshot(self, path: str, schema: TableSchema, canonical: DataFrame, seq: int, position: str) -> None:
@@ -438,7 +437,6 @@ class TargetTables:
     def _parsed(self, events: DataFrame, schema: TableSchema, key_columns: list[str]) -> DataFrame:
         """The images decoded (``b``, ``a``) with ``__bad`` (does not decode, or a null key) and
         ``__partial`` (the after image lists unavailable columns)."""
-        schema = self.columns.lake_schema(schema)
         canon = _canonical_ddl(self.types, schema)
         omit = getattr(self.types, "images_may_omit_columns", False)
         canon_a = canon + (f", `{UNAVAILABLE_KEY}` ARRAY<STRING>" if omit else "")
