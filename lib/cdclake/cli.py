@@ -298,6 +298,9 @@ def status(ctx: click.Context, config: str, as_json: bool) -> None:
             click.echo(f"{'':30} {t['delta_path']}")
             if t.get("row_key"):
                 click.echo(f"{'':30} row key: {t['row_key']}")
+            if t.get("parked"):
+                click.echo(f"{'':30} parked since {t['parked']['parked_at']}: {t['parked']['parked_reason']}")
+                click.echo(f"{'':30} fix: {t['parked']['remedy']}")
             if t["lag_s"] is None and t["lag_note"]:
                 click.echo(f"{'':30} lag: {t['lag_note']}")
         click.echo(f"pipeline lag: {describe(overall)}"

@@ -67,6 +67,13 @@ class SchemaMismatchError(CdcError):
     permanent = True
 
 
+class TablesParkedError(CdcError):
+    """A run did its work, but some tables are parked: their capture stopped at a change cdclake
+    cannot apply, until they are re-snapshotted (``cdclake backfill --table``)."""
+
+    permanent = True
+
+
 class ConcurrentRunError(CdcError):
     """Another run of the same pipeline holds the lock."""
 

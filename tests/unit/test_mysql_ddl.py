@@ -426,8 +426,6 @@ def test_truncate() -> None:
     [
         "CREATE DATABASE shop2",
         "CREATE SCHEMA IF NOT EXISTS s CHARACTER SET utf8mb4",
-        "DROP DATABASE shop",
-        "DROP SCHEMA IF EXISTS shop",
         "CREATE INDEX i ON t (a)",
         "CREATE UNIQUE INDEX i ON other (a)",
         "DROP INDEX i ON t",
@@ -448,6 +446,12 @@ def test_truncate() -> None:
 def test_statements_that_do_not_shape_tables_are_ignored(statement: str) -> None:
     out = apply_ddl(statement, "shop", reg(table()))
     assert out.ignored and out.changes == {} and out.truncated == []
+
+
+@pytest.mark.parametrize("statement", ["DROP DATABASE shop", "DROP SCHEMA IF EXISTS `shop`"])
+def test_dropping_the_database_drops_its_tables(statement: str) -> None:
+    out = apply_ddl(statement, None, {**reg(table()), "other.u": table().renamed("other", "u")})
+    assert out.changes == {"shop.t": None}
 
 
 # ---- errors --------------------------------------------------------------------------------------

@@ -8,13 +8,14 @@ itself on the table, so a re-run after a kill skips what already committed.
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING
 
-from cdclake.engine.control import TABLE_DROPPED, TABLE_STREAMING, TableState, WindowState
+from cdclake.engine.control import TABLE_DROPPED, TABLE_PARKED, TABLE_STREAMING, TableState, WindowState
 from cdclake.engine.events import SEQ_SPAN
 from cdclake.engine.faults import crash_point
-from cdclake.engine.history import HistoryEntry, before_window, latest_per_table, window_ddl
+from cdclake.engine.history import PARKED, REREAD, HistoryEntry, before_window, latest_per_table, window_ddl
 from cdclake.engine.lake import commit_tag, is_delta_table, sql_str
 from cdclake.errors import CdcError
 
@@ -28,6 +29,15 @@ if TYPE_CHECKING:
     from cdclake.spi import Position
 
 MAX_STEPS_PER_WINDOW = 1000  # idempotency version = window * 1000 + step
+log = logging.getLogger(__name__)
+
+
+class SchemaChangeRefused(Exception):
+    """A schema change the target table could not take (the table is parked at ``position``)."""
+
+    def __init__(self, position: str, reason: str) -> None:
+        super().__init__(reason)
+        self.position, self.reason = position, reason
 
 
 def apply_order(tables: set[str], ddl: list[HistoryEntry]) -> list[str]:
@@ -68,21 +78,52 @@ def barriers(truncates: list[int], ddl: list[HistoryEntry], low: int) -> list[tu
     return out
 
 
+def parked_detail(table: str, position: str, reason: str) -> dict[str, str]:
+    """What ``status``, the run report and the run's error say of a parked table.
+
+    >>> parked_detail("db.t", "bin.000001:99", "x")["remedy"].split(" (")[0]
+    'cdclake backfill --config <file> --table db.t'
+    """
+    return {"parked_at": position, "parked_reason": reason,
+            "remedy": f"cdclake backfill --config <file> --table {table} (re-snapshots it; the other tables go on "
+                      "meanwhile)"}
+
+
 def states_after(states: dict[str, TableState], ddl: list[HistoryEntry], end: Position, window_id: int,
-                 now: float) -> dict[str, TableState]:
+                 now: float, parked: dict[str, tuple[str, str]] | None = None) -> dict[str, TableState]:
     """Every table's state once window ``window_id`` is applied: at the window's end; created tables
-    streaming, dropped ones dropped, a renamed table's old name dropped where it stood."""
+    streaming, dropped ones dropped, a renamed table's old name dropped where it stood; parked ones
+    (by a ``parked`` entry, or in ``parked``: table -> (position, reason) of a change the apply could
+    not make) parked where they stopped."""
     as_of = {"as_of": now}
     out = {t: TableState(t, s.status, end.to_dict(), end.ordinal, window_id, None, {**s.detail, **as_of})
            for t, s in states.items()}
     for e in ddl:
         old = out.get(e.table)
+        detail = {k: v for k, v in (old.detail if old else {}).items() if k not in ("parked_at", "parked_reason",
+                                                                                      "remedy")}
+        if e.kind == PARKED:
+            out[e.table] = TableState(e.table, TABLE_PARKED, old.position if old else end.to_dict(),
+                                      old.ordinal if old else end.ordinal, window_id, None,
+                                      {**detail, **as_of, **parked_detail(e.table, e.position, e.reason or "")})
+            continue
+        if e.kind == REREAD:  # streams on; the rows before the change are read again after the run
+            if old is not None:
+                out[e.table] = TableState(e.table, old.status, old.position, old.ordinal, window_id, None,
+                                          {**old.detail, "reread_at": e.position, "reread_seq": str(e.seq),
+                                           "reread_reason": e.reason})
+            continue
         out[e.table] = TableState(e.table, TABLE_DROPPED if e.schema is None else TABLE_STREAMING, end.to_dict(),
-                                  end.ordinal, window_id, None, {**(old.detail if old else {}), **as_of})
+                                  end.ordinal, window_id, None, {**detail, **as_of})
         if e.renamed_from and e.renamed_from in out:
             prev = out[e.renamed_from]
             out[e.renamed_from] = TableState(prev.table, TABLE_DROPPED, prev.position, prev.ordinal, window_id,
                                              None, prev.detail)
+    for table, (position, reason) in (parked or {}).items():
+        prev = out.get(table)
+        if prev is not None:
+            out[table] = TableState(table, TABLE_PARKED, prev.position, prev.ordinal, window_id, None,
+                                    {**prev.detail, **parked_detail(table, position, reason)})
     return out
 
 
@@ -114,15 +155,20 @@ class WindowApplier:
             entries = self.ctx.control.history_through_window(wid)
             ddl = window_ddl(entries, wid)
             before = latest_per_table(before_window(entries, wid))
+            parked: dict[str, tuple[str, str]] = {}
             for table in apply_order(set(counts) | {e.table for e in ddl}, ddl):
                 renamed_to = {e.seq: e for e in ddl if e.renamed_from == table}
-                with commit_tag(self.spark, window=wid):  # what a rebuild looks for in the target's history
-                    self.apply_table(window, table, bronze, truncates.get(table, []),
-                                     [e for e in ddl if e.table == table], before.get(table), states.get(table),
-                                     report.resumed, renamed_to)
+                try:
+                    with commit_tag(self.spark, window=wid):  # what a rebuild looks for in the target's history
+                        self.apply_table(window, table, bronze, truncates.get(table, []),
+                                         [e for e in ddl if e.table == table], before.get(table),
+                                         states.get(table), report.resumed, renamed_to)
+                except SchemaChangeRefused as exc:  # only this table stops; the others are applied
+                    log.error("window %s: %s is parked: %s", wid, table, exc.reason)
+                    parked[table] = (exc.position, exc.reason)
             if not report.rows_by_table:
                 report.rows_by_table = counts
-            return states_after(states, ddl, end, wid, time.time())
+            return states_after(states, ddl, end, wid, time.time(), parked)
         finally:
             bronze.unpersist()
 
@@ -178,7 +224,16 @@ class WindowApplier:
             elif not done:
                 assert entry is not None and seq is not None
                 moved_to = (renamed_to or {}).get(entry.seq) if entry.schema is None else None
-                self.apply_ddl(path, entry, seq, moved_to)
+                try:
+                    self.apply_ddl(path, entry, seq, moved_to)
+                except CdcError:
+                    raise
+                except Exception as exc:
+                    # Delta refused the change (e.g. a type change it cannot make on this table): the
+                    # table stops here, with Delta's words, rather than the whole pipeline.
+                    first = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else type(exc).__name__
+                    raise SchemaChangeRefused(entry.position, f"Delta refused the change {entry.ddl[:300]!r}: "
+                                                              f"{first}") from exc
                 crash_point("ddl")
                 self.targets.set_marker(path, wid, step)
             if kind == "ddl":
@@ -219,6 +274,8 @@ class WindowApplier:
         """Bring the target at ``path`` to ``entry``'s schema (``moved_to``: for a drop that is a rename,
         the new name's entry)."""
         ctx, spark = self.ctx, self.spark
+        if entry.kind in (PARKED, REREAD):
+            return  # marks for the table's state: parked until re-snapshotted / re-read after the run
         if entry.schema is None:  # dropped: the mirror empties, history stays in Delta time travel
             if is_delta_table(spark, path):
                 self.targets.close_history(path, seq)
@@ -243,4 +300,5 @@ class WindowApplier:
             spark.sql(f"DELETE FROM delta.`{path}` WHERE `__seq` < {seq}")
 
 
-__all__ = ["MAX_STEPS_PER_WINDOW", "WindowApplier", "apply_order", "barriers", "states_after"]
+__all__ = ["MAX_STEPS_PER_WINDOW", "SchemaChangeRefused", "WindowApplier", "apply_order", "barriers",
+           "parked_detail", "states_after"]

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from cdclake.engine.history import HistoryEntry
+from cdclake.engine.lake import quote
 from cdclake.errors import ConfigError
 from cdclake.schema import RowKey, TableSchema
 from cdclake.spi import KIND_CHANGE, KIND_ERROR, KIND_PIECE, KIND_UNDO, UNAVAILABLE_KEY, Ddl, TypeMapper
@@ -215,7 +216,7 @@ class ColumnPolicy:
         for name in rows.columns:
             rule = rules.mask(name)
             if rule is not None:
-                rows = rows.withColumn(name, _mask_udf(rule, self.salt)(F.col(f"`{name}`")))
+                rows = rows.withColumn(name, _mask_udf(rule, self.salt)(F.col(quote(name))))
         return rows
 
     def mask_log_rows(self, rows: DataFrame) -> DataFrame:

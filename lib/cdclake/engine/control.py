@@ -55,6 +55,8 @@ DEAD_LETTERS_DDL = (
 WINDOW_PLANNED, WINDOW_MINED, WINDOW_APPLIED = "planned", "mined", "applied"
 WINDOW_CANCELLED = "cancelled"  # planned, nothing of it written, then given up (a forced re-snapshot)
 TABLE_SNAPSHOTTING, TABLE_STREAMING, TABLE_DROPPED = "snapshotting", "streaming", "dropped"
+# capture stopped at a change cdclake cannot apply; the detail says why and how to bring it back
+TABLE_PARKED = "parked"
 
 
 def utcnow() -> datetime:

@@ -22,6 +22,8 @@ from cdclake.schema import TableSchema
 from cdclake.spi import Ddl
 
 SKIPPED = "skipped"  # kind of an unparsable DDL skipped by configuration (recorded, never applied)
+PARKED = "parked"  # the table's capture stops here until it is re-snapshotted (reason in column_renames)
+REREAD = "reread"  # the table's rows before here must be read again from the source (reason in column_renames)
 
 
 @dataclass
@@ -33,11 +35,16 @@ class HistoryEntry:
     seq: int
     position: str
     ddl: str
-    kind: str  # "snapshot" | "ddl" | "drop" | "skipped"
+    kind: str  # "snapshot" | "ddl" | "drop" | "skipped" | "parked" | "reread"
     schema: TableSchema | None
     renamed_from: str | None
     column_renames: dict[str, str]
     window_id: int | None  # None: written by a snapshot
+
+    @property
+    def reason(self) -> str | None:
+        """Why the table was parked or must be re-read here (those entries), else None."""
+        return self.column_renames.get("reason", "") if self.kind in (PARKED, REREAD) else None
 
 
 @dataclass
@@ -59,6 +66,12 @@ def entries_for_ddl(ddl: Ddl, first_version: int, window_id: int) -> list[Histor
             ddl=ddl.statement, kind=SKIPPED, schema=None, renamed_from=None, column_renames={},
             window_id=window_id,
         ))
+    for table, reason in ddl.parked.items():
+        out.append(HistoryEntry(
+            version=first_version + len(out), table=table, seq=seq, position=ddl.position.describe(),
+            ddl=ddl.statement, kind=PARKED, schema=None, renamed_from=None, column_renames={"reason": reason},
+            window_id=window_id,
+        ))
     for table, schema in ddl.changes.items():  # the source already dropped DDL at/below floors
         out.append(HistoryEntry(
             version=first_version + len(out), table=table, seq=seq, position=ddl.position.describe(),
@@ -66,6 +79,12 @@ def entries_for_ddl(ddl: Ddl, first_version: int, window_id: int) -> list[Histor
             renamed_from=ddl.renamed_from.get(table), column_renames=ddl.column_renames.get(table, {}),
             window_id=window_id,
         ))
+        if schema is not None and table in ddl.reread:  # same schema; a mark the apply step leaves alone
+            out.append(HistoryEntry(
+                version=first_version + len(out), table=table, seq=seq, position=ddl.position.describe(),
+                ddl=ddl.statement, kind=REREAD, schema=schema, renamed_from=None,
+                column_renames={"reason": ddl.reread[table]}, window_id=window_id,
+            ))
     return out
 
 

@@ -27,6 +27,7 @@ from cdclake.engine.apply import WindowApplier
 from cdclake.engine.assembler import EventRow, TransactionAssembler
 from cdclake.engine.control import (
     TABLE_DROPPED,
+    TABLE_PARKED,
     TABLE_STREAMING,
     WINDOW_APPLIED,
     WINDOW_CANCELLED,
@@ -39,7 +40,7 @@ from cdclake.engine.faults import crash_point
 from cdclake.engine.history import HistoryEntry, entries_for_ddl, registry_before
 from cdclake.engine.inflight import InflightBuffer
 from cdclake.engine.quality import QualityChecks
-from cdclake.errors import CdcError
+from cdclake.errors import CdcError, TablesParkedError
 from cdclake.hadoopfs import hadoop_delete, hadoop_path_exists
 from cdclake.spi import Ddl, LogRecord, MinedWindow, Position, RowChange, WindowEnd, WindowRequest
 
@@ -99,7 +100,8 @@ def mine(ctx: PipelineContext, report: RunReport, max_events: int | None) -> Non
     ctx.source.preflight()
     quality = QualityChecks(ctx)
     quality.check_config()
-    states = live_states(ctx.control.table_states(), ctx.name)
+    all_states = ctx.control.table_states()
+    states = live_states(all_states, ctx.name)
     window = ctx.control.last_window()
     if window_open(window):
         report.resumed = True
@@ -115,7 +117,8 @@ def mine(ctx: PipelineContext, report: RunReport, max_events: int | None) -> Non
     marker = ctx.bronze.marker(window.window_id)
     if marker is None:
         ctx.source.check_available(start)
-        end = WindowMiner(ctx, window, states, report).mine()
+        parked = {t for t, s in all_states.items() if s.status == TABLE_PARKED}
+        end = WindowMiner(ctx, window, states, report, parked=parked).mine()
     else:
         end = ctx.position(marker["end"])
     report.end = end.describe()
@@ -128,6 +131,18 @@ def mine(ctx: PipelineContext, report: RunReport, max_events: int | None) -> Non
     report.phase("checkpoint")
 
 
+def stop_on_parked(states: dict[str, TableState]) -> None:
+    """End a run that did its work with an error while a table is parked, so that the operator (and the
+    Airflow task) sees it; the other tables are mined and checkpointed already."""
+    parked = {t: s.detail for t, s in sorted(states.items()) if s.status == TABLE_PARKED}
+    if parked:
+        raise TablesParkedError(
+            "; ".join(f"{t} is parked since {d.get('parked_at')}: {d.get('parked_reason')}" for t, d in parked.items())
+            + " (the other tables were mined and checkpointed)",
+            "; ".join(str(d.get("remedy")) for d in parked.values()),
+        )
+
+
 # ---- one window into bronze -------------------------------------------------------------------------
 
 
@@ -138,7 +153,7 @@ class WindowMiner:
     """
 
     def __init__(self, ctx: PipelineContext, window: WindowState, states: dict[str, TableState],
-                 report: RunReport, bronze_app: str = "bronze") -> None:
+                 report: RunReport, bronze_app: str = "bronze", parked: set[str] | None = None) -> None:
         self.ctx = ctx
         self.spark = ctx.spark
         self.window = window
@@ -148,14 +163,16 @@ class WindowMiner:
         self.staging = ctx.layout.staging(self.wid)
         self.floors = {t: s.ordinal for t, s in states.items()}
         self.history: list[HistoryEntry] = []
+        self.parked = parked or set()  # tables whose capture stopped: the source is not asked for them
 
     def mine(self) -> Position:
         hadoop_delete(self.spark, self.staging)  # rows of a killed attempt
         registry = registry_before(self.ctx.control.history_through_window(self.wid), self.wid)
         self.next_version = registry.next_version
+        schemas = {t: s for t, s in registry.schemas.items() if t not in self.parked}
         request = WindowRequest(
             window_id=self.wid, start=self.ctx.position(self.window.start),
-            end_limit=self.ctx.position(self.window.end_limit), schemas=registry.schemas,
+            end_limit=self.ctx.position(self.window.end_limit), schemas=schemas,
             versions=registry.versions, next_schema_version=registry.next_version,
             max_events=self.window.max_events, floors=self.floors, staging=f"{self.staging}/source",
         )
@@ -236,7 +253,7 @@ class WindowMiner:
         report.phase("fetch")
         for ddl in mined.ddl:
             self._on_ddl(ddl)
-        ctx.columns.mask_log_rows(mined.rows).write.mode("overwrite").parquet(f"{staging}/decoded")
+        ctx.columns.mask_log_rows(self._without_parked(mined)).write.mode("overwrite").parquet(f"{staging}/decoded")
         report.phase("decode")
         rows = spark.read.parquet(f"{staging}/decoded")
 
@@ -294,6 +311,20 @@ class WindowMiner:
         report.events, report.transactions = marker["events"], marker["transactions"]
         report.rows_by_table = rows_by_table
         return mined.end
+
+    def _without_parked(self, mined: MinedWindow) -> DataFrame:
+        """The window's log rows less those of parked tables: all of a table parked before the window,
+        and from its parking position on for one parked in it."""
+        from cdclake.engine.lake import sql_str
+
+        stop = dict.fromkeys(self.parked, -1)
+        for ddl in mined.ddl:
+            for table in ddl.parked:
+                stop[table] = min(stop.get(table, ddl.position.ordinal), ddl.position.ordinal)
+        rows = mined.rows
+        for table, ordinal in stop.items():
+            rows = rows.where(f"NOT (source_table <=> '{sql_str(table)}' AND ordinal >= {ordinal})")
+        return rows
 
     def _stop_on_bad_rows(self, errors: DataFrame) -> None:
         """Rows of committed work that did not decode: dead letters, then stop or go on per policy."""

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from cdclake.engine.context import PipelineContext
 from cdclake.engine.maintenance import MaintenanceReport, maintain
-from cdclake.engine.mining import mine
-from cdclake.engine.repair.backfill import run_backfill
+from cdclake.engine.mining import mine, stop_on_parked
+from cdclake.engine.repair.backfill import reread_marked, run_backfill
 from cdclake.engine.repair.reconcile import DEFAULT_CHUNKS, DEFAULT_MAX_KEYS, ReconcileReport, reconcile
 from cdclake.engine.runs import RunReport
 from cdclake.engine.snapshot import snapshot
@@ -105,6 +105,8 @@ class Pipeline:
         """One bounded mining window (the stored position to the log end now, or ``max_events``), applied."""
         with self.ctx.runs.run("mine") as report:
             mine(self.ctx, report, max_events or self.config.mining.max_events)
+        reread_marked(self.ctx)  # rows a schema change did to what the log does not say: read again
+        stop_on_parked(self.ctx.control.table_states())
         return report
 
     def backfill(self, table: str | None, where: str | None = None, mode: str = "resnapshot",

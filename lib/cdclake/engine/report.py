@@ -433,7 +433,9 @@ generated {{ d.generated_at }} · last {{ d.runs_limit }} runs</div>
 <th>dead letters</th><th>abandoned txns</th><th>quality (latest)</th><th>reconcile (latest)</th><th>Delta path</th></tr>
 {% for t in d.tables %}{% set q = d.quality.get(t.source_table) if d.quality else none %}
 {% set rc = d.reconcile.get(t.source_table) if d.reconcile else none %}
-<tr><td><b>{{ t.source_table }}</b></td><td>{{ t.state }}</td>
+<tr><td><b>{{ t.source_table }}</b></td><td{% if t.get("parked") %} class="bad"{% endif %}>{{ t.state }}
+{% if t.get("parked") %}<br><small>since {{ t.parked.parked_at }}: {{ t.parked.parked_reason }}<br>
+fix: <code>{{ t.parked.remedy }}</code></small>{% endif %}</td>
 <td class="n">{{ '{:,}'.format(t.rows) if t.rows is not none else '-' }}</td><td><code>{{ t.position }}</code></td>
 <td class="n" title="{{ t.get('lag_note') or '' }}">{{ lag_cell(t) }}</td><td class="n">{{ behind(t) or '-' }}</td>
 <td class="n {{ 'bad' if d.dead_letters.get(t.source_table) }}">{{ d.dead_letters.get(t.source_table, 0) }}</td>

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from cdclake.engine.control import TABLE_STREAMING
+from cdclake.engine.control import TABLE_PARKED, TABLE_STREAMING
 from cdclake.engine.lake import is_delta_table, read_delta
 from cdclake.errors import CdcError
 from cdclake.spi.logrows import KIND_CHANGE, KIND_PIECE
@@ -80,6 +80,9 @@ def status_report(ctx: PipelineContext, clock: Clock = time.time, max_events: in
             # what identifies a row: primary key, NOT NULL unique key, key_columns, or none (a multiset)
             "row_key": ctx.row_key(schemas[table]).describe() if table in schemas else None,
             "rows": count,
+            # a parked table: where and why its capture stopped, and the command that brings it back
+            "parked": {k: s.detail.get(k) for k in ("parked_at", "parked_reason", "remedy")}
+            if s.status == TABLE_PARKED else None,
             **lags.get(table, _unknown("the table is not streaming" if s.status != TABLE_STREAMING
                                        else "the table is not captured by the source configuration")),
             "last_run": None if last_run is None else {

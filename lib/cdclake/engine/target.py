@@ -91,6 +91,9 @@ class ParsedChanges:
         self.frame.unpersist()
 
 
+RETYPE_PREFIX = "__cdclake_retype_"  # a column taking a type change's values (column mapping tables)
+
+
 class TargetTables:
     def __init__(self, spark: SparkSession, types: TypeMapper, delete_mode: str = "hard",
                  extra_properties: dict[str, str] | None = None, history_tables: bool = False,
@@ -137,10 +140,45 @@ class TargetTables:
         for table, history in tables:
             # Delta refuses a REPLACE whose properties differ from the table's: an existing one keeps its own.
             keep = replace and is_delta_table(self.spark, table)
+            if keep:
+                self._reshape_for_replace(table, self._columns_ddl(schema, history))
+                if not history:  # REPLACE of a path table keeps its rows; a history keeps its versions
+                    self.spark.sql(f"DELETE FROM {delta_ref(table)}")
             self.spark.sql(
                 f"{verb} {delta_ref(table)} ({self._columns_ddl(schema, history)}) USING delta"
                 + ("" if keep else f" TBLPROPERTIES ({props})")
             )
+
+    def _reshape_for_replace(self, path: str, columns_ddl: str) -> None:
+        """Delta replaces a path table only with its own schema: one about to be emptied for other
+        columns (a re-snapshot after a schema change) gets them first, emptied. With column mapping
+        (where a schema overwrite may be refused) by metadata changes, else by an empty overwrite."""
+        from pyspark.sql.types import _parse_datatype_string
+
+        wanted = _parse_datatype_string(columns_ddl)
+        have = self.spark.read.format("delta").load(path).schema
+        if [(f.name, f.dataType) for f in have.fields] == [(f.name, f.dataType) for f in wanted.fields]:
+            return
+        ref = delta_ref(path)
+        if not self._column_mapping(path):
+            (self.spark.createDataFrame([], wanted).write.format("delta").mode("overwrite")
+             .option("overwriteSchema", "true").save(path))
+            return
+        self.spark.sql(f"DELETE FROM {ref}")
+        types = {f.name: f.dataType for f in wanted.fields}
+        gone = [f.name for f in have.fields if types.get(f.name) != f.dataType]
+        if len(gone) == len(have.fields):  # Delta keeps at least one column
+            self.spark.sql(f"ALTER TABLE {ref} ADD COLUMNS ({quote(RETYPE_PREFIX)} INT)")
+        if gone:
+            self.spark.sql(f"ALTER TABLE {ref} DROP COLUMNS ({', '.join(quote(n) for n in gone)})")
+        kept = {f.name for f in self.spark.read.format("delta").load(path).schema.fields}
+        added = [f for f in wanted.fields if f.name not in kept]
+        if added:
+            self.spark.sql(f"ALTER TABLE {ref} ADD COLUMNS ("
+                           + ", ".join(f"{quote(f.name)} {f.dataType.simpleString()}" for f in added) + ")")
+        if RETYPE_PREFIX in kept:
+            self.spark.sql(f"ALTER TABLE {ref} DROP COLUMN {quote(RETYPE_PREFIX)}")
+        self._reorder(path, [f.name for f in wanted.fields])
 
     def applied_marker(self, path: str) -> tuple[int, int] | None:
         from delta.tables import DeltaTable
@@ -210,17 +248,37 @@ class TargetTables:
                 self.spark.sql(f"ALTER TABLE {ref} DROP COLUMNS ({', '.join(quote(named[d]) for d in dropped)})")
         current = self.target_columns(path)
         lower = {k.lower(): k for k in current}
-        for col in new.columns:
+        for k, col in enumerate(new.columns):
             have = lower.get(col.name.lower())
             if have is None:
                 self._enable_features_for(ref, col.spark_type)
-                self.spark.sql(f"ALTER TABLE {ref} ADD COLUMNS ({quote(col.name)} {col.spark_type})")
+                # at the source's place: the lake's columns keep the source's order
+                where = "FIRST" if k == 0 else f"AFTER {quote(self._target_name(lower, new.columns[k - 1].name))}"
+                self.spark.sql(f"ALTER TABLE {ref} ADD COLUMNS ({quote(col.name)} {col.spark_type} {where})")
+                lower[col.name.lower()] = col.name
                 initial = self.columns.initial_value_sql(self.spark, new.qualified_name, col,
                                                          self.types.initial_value_sql(col))
                 if initial is not None:
                     self.spark.sql(f"UPDATE {ref} SET {quote(col.name)} = {initial} WHERE {existing_rows}")
             elif current[have] != _simple(col.spark_type):
                 self._change_type(path, have, col)
+        self._reorder(path, [self._target_name(lower, c.name) for c in new.columns])
+
+    @staticmethod
+    def _target_name(lower: dict[str, str], name: str) -> str:
+        return lower.get(name.lower(), name)
+
+    def _reorder(self, path: str, wanted: list[str]) -> None:
+        """Move columns (metadata only) until the source's columns stand in the source's order."""
+        ref = delta_ref(path)
+        have = [f.name for f in self.spark.read.format("delta").load(path).schema.fields if f.name in set(wanted)]
+        for k, name in enumerate(wanted):
+            if have[k] == name:
+                continue
+            where = "FIRST" if k == 0 else f"AFTER {quote(wanted[k - 1])}"
+            self.spark.sql(f"ALTER TABLE {ref} ALTER COLUMN {quote(name)} {where}")
+            have.remove(name)
+            have.insert(k, name)
 
     def _enable_features_for(self, ref: str, spark_type: str) -> None:
         """A column type that needs a Delta table feature the table was created without: enable it first
@@ -237,11 +295,31 @@ class TargetTables:
                 return
             except Exception:
                 pass
+        if self._column_mapping(path):
+            self._retype_in_place(path, name, col.spark_type)
+            return
         fields = self.spark.read.format("delta").load(path).schema.fields
         self._rewrite(path, [
             f"try_cast({quote(f.name)} AS {col.spark_type}) AS {quote(f.name)}" if f.name == name else quote(f.name)
             for f in fields
         ])
+
+    def _retype_in_place(self, path: str, name: str, spark_type: str) -> None:
+        """A type change on a table with column mapping, where Delta refuses a rewrite once a column was
+        dropped or renamed under the change data feed: a new column beside it takes the cast values,
+        then the old one is dropped and the new one takes its name. Each step looks at the table, so a
+        run killed half-way finishes the change when it runs the DDL again; change-data-feed readers see
+        an update of every row."""
+        ref = delta_ref(path)
+        temp = f"{RETYPE_PREFIX}{name}"
+        names = {f.name for f in self.spark.read.format("delta").load(path).schema.fields}
+        if temp not in names:
+            self.spark.sql(f"ALTER TABLE {ref} ADD COLUMNS ({quote(temp)} {spark_type} AFTER {quote(name)})")
+        if name in names or temp not in names:
+            self.spark.sql(f"UPDATE {ref} SET {quote(temp)} = try_cast({quote(name)} AS {spark_type})")
+            crash_point("retype")
+            self.spark.sql(f"ALTER TABLE {ref} DROP COLUMN {quote(name)}")
+        self.spark.sql(f"ALTER TABLE {ref} RENAME COLUMN {quote(temp)} TO {quote(name)}")
 
     def _table_properties(self, path: str) -> dict[str, str]:
         return {r.key: r.value for r in self.spark.sql(f"SHOW TBLPROPERTIES {delta_ref(path)}").collect()}

@@ -62,6 +62,12 @@ class Ddl:
     renamed_from: dict[str, str] = field(default_factory=dict)
     column_renames: dict[str, dict[str, str]] = field(default_factory=dict)  # table -> {old: new}
     skipped_reason: str | None = None  # set when an unparsable statement was skipped by config
+    # table -> why its changes stop being captured here (a statement or row shape cdclake cannot
+    # apply); such a table is parked until it is re-snapshotted, the others go on
+    parked: dict[str, str] = field(default_factory=dict)
+    # table -> why the rows it had before the statement must be read again from the source (the log
+    # does not carry what the statement did to them: a row-dependent default, a lossy type change...)
+    reread: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

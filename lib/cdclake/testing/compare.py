@@ -47,8 +47,8 @@ def compare_table(spark: SparkSession, pipeline: Pipeline, table: str, limit: in
     lake = spark.read.format("delta").load(pipeline.layout.target(table))
     if "__deleted" in lake.columns:
         lake = lake.where("NOT `__deleted`")
-    lake = lake.select(*[f"`{c}`" for c in schema.column_names])
-    src = src.select(*[f"`{c}`" for c in schema.column_names])
+    names = ["`" + c.replace("`", "``") + "`" for c in schema.column_names]
+    lake, src = lake.select(*names), src.select(*names)
     try:
         only_lake = lake.exceptAll(src).limit(limit).collect()
         only_src = src.exceptAll(lake).limit(limit).collect()

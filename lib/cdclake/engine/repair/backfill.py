@@ -9,13 +9,17 @@ cdclake.errors.UsageError: --where only applies to --mode resnapshot, not rebuil
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
+from cdclake.engine.control import TABLE_PARKED, TABLE_STREAMING
 from cdclake.engine.quality import QualityChecks
 from cdclake.engine.repair.rebuild import rebuild
 from cdclake.engine.repair.remine import remine
 from cdclake.engine.repair.resnapshot import resnapshot
+from cdclake.engine.snapshot import snapshot
 from cdclake.errors import CdcError, UsageError
+from cdclake.progress import step as progress_step
 
 if TYPE_CHECKING:
     from cdclake.engine.context import PipelineContext
@@ -38,6 +42,9 @@ def run_backfill(ctx: PipelineContext, table: str | None, where: str | None = No
     if table is not None and not ctx.config.source.captures(table):
         raise CdcError(f"{table} is not captured by pipeline {ctx.name}",
                        "name a table selected by source.include_tables/exclude_tables ('database.table')")
+    state = ctx.control.table_states().get(table) if table is not None and mode == "resnapshot" else None
+    if state is not None and state.status == TABLE_PARKED:
+        return _unpark(ctx, table, where)  # type: ignore[arg-type]
     with ctx.runs.run("backfill" if mode == "resnapshot" else f"backfill:{mode}", locked=False) as report:
         if mode == "resnapshot":
             resnapshot(ctx, report, table, where)  # type: ignore[arg-type]
@@ -47,6 +54,29 @@ def run_backfill(ctx: PipelineContext, table: str | None, where: str | None = No
             remine(ctx, report, *windows)  # type: ignore[misc]
         if mode != "remine":  # remine writes bronze only; only resnapshot takes --where
             QualityChecks(ctx).check_backfill(report, table, where)  # type: ignore[arg-type]
+    return report
+
+
+def reread_marked(ctx: PipelineContext) -> list[str]:
+    """Re-read the tables a schema change marked (:data:`~cdclake.engine.history.REREAD`): each a
+    backfill of the whole table, resumed if a kill stopped one. The tables re-read, in order."""
+    done = []
+    for table, state in sorted(ctx.control.table_states().items()):
+        if state.status == TABLE_STREAMING and "reread_seq" in state.detail:
+            progress_step(f"re-read {table}: {state.detail.get('reread_reason')}")
+            run_backfill(ctx, table)
+            done.append(table)
+    return done
+
+
+def _unpark(ctx: PipelineContext, table: str, where: str | None) -> RunReport:
+    """A parked table's schema history stops where its capture did: it comes back by a snapshot of its
+    own (schema and rows at the log end now), then streams from there with the others."""
+    if where:
+        raise UsageError(f"{table} is parked, so it is re-read whole, not a --where range",
+                         f"drop --where: cdclake backfill --config <file> --table {table}")
+    with ctx.runs.run("backfill") as report:
+        snapshot(ctx, report, re.escape(table))
     return report
 
 

@@ -32,6 +32,7 @@ rows in the range are found with it.
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cdclake.engine.events import backfill_seq, event_seq
@@ -82,10 +83,20 @@ def resnapshot(ctx: PipelineContext, report: RunReport, table: str, where: str |
         _apply(ctx, b, schema, staging)
         crash_point("backfill_applied")
         b.record(ctx, APPLIED)
+        if where is None:
+            _clear_reread(ctx, table, backfill_seq(position.ordinal), report.run_id)
     report.tables = [table]
     report.rows_by_table = {table: ctx.spark.read.parquet(staging).count()}
     hadoop_delete(ctx.spark, staging)
     return b
+
+
+def _clear_reread(ctx: PipelineContext, table: str, seq: int, run_id: str) -> None:
+    """A whole re-read at ``seq`` settles a re-read a schema change before ``seq`` asked for."""
+    state = ctx.control.table_states().get(table)
+    if state is not None and "reread_seq" in state.detail and int(state.detail["reread_seq"]) < seq:
+        detail = {k: v for k, v in state.detail.items() if k not in ("reread_at", "reread_seq", "reread_reason")}
+        ctx.control.set_tables([replace(state, detail=detail)], run_id)
 
 
 def _plan(ctx: PipelineContext, table: str, where: str | None) -> Backfill:

@@ -34,7 +34,7 @@ from cdclake.sources.mysql.types import column_from_definition
 from cdclake.spi import DdlOutcome
 from cdclake.sqltokens import SqlDialect, SqlParseError, Token, TokenCursor, tokenize
 
-__all__ = ["MYSQL_DIALECT", "DdlOutcome", "apply_ddl"]
+__all__ = ["MYSQL_DIALECT", "DdlOutcome", "apply_ddl", "tables_named"]
 
 
 # ---- tokens ------------------------------------------------------------------------------------
@@ -141,6 +141,7 @@ def _parse_column_def(
         if not charset_clause():
             extra.append(cur.next().text)
     nullable, default, pk, json_check, unique = True, None, False, False, False
+    generation: str | None = None  # a generated column's expression
     position: tuple[str, str | None] | None = None
     while not cur.at_end():
         if charset_clause():
@@ -197,7 +198,9 @@ def _parse_column_def(
             if cur.accept("ROW"):  # MariaDB system-versioning: AS ROW START / AS ROW END
                 cur.next()
             else:
+                start = cur.i
                 cur.skip_group()
+                generation = cur.text(cur.toks[start], cur.toks[cur.i - 1])
         elif cur.accept_any(
             "VIRTUAL", "STORED", "PERSISTENT", "WITH SYSTEM VERSIONING", "WITHOUT SYSTEM VERSIONING"
         ):
@@ -223,6 +226,8 @@ def _parse_column_def(
             )
     except ValueError as exc:
         raise SqlParseError(str(exc)) from exc
+    if generation is not None:
+        col.attrs.update(generated=True, generation=generation)
     return _ColumnDef(col, pk, position, charset_explicit, unique)
 
 
@@ -240,6 +245,7 @@ def _unique_index(cur: TokenCursor, symbol: str | None) -> tuple[str | None, lis
     """After ``UNIQUE``: ``[KEY|INDEX] [name] [USING t] (parts) [options]`` -> name (the index name,
     else the constraint symbol), columns, and whether a part is a prefix (``name(10)``)."""
     cur.accept("KEY") or cur.accept("INDEX")
+    cur.accept("IF", "NOT", "EXISTS")  # then a key of that name stays as it is (_Keys.add)
     name = symbol
     while (t := cur.peek()) is not None and not (t.kind == "punct" and t.text == "("):
         if cur.accept("USING"):
@@ -260,6 +266,8 @@ class _Keys:
 
     def add(self, name: str | None, columns: list[str], prefix: bool = False) -> None:
         taken = {k.name.lower() for k in self.keys} | {"primary"}
+        if name is not None and name.lower() in taken:
+            return  # ADD UNIQUE ... IF NOT EXISTS of a key that exists (the server refuses it otherwise)
         if name is None:  # MySQL names an unnamed index after its first column: a, a_2, a_3...
             name, n = columns[0], 2
             while name.lower() in taken:
@@ -372,8 +380,12 @@ def _create_table(cur: TokenCursor, reg: _Registry) -> None:
             like = True
     if like:
         src = reg.resolve(*cur.qualified_name())
-        if reg.known(src):
-            reg.put(key, reg.current[src].renamed(name_db, name_table))
+        if not reg.known(src):
+            # The copied shape is not in the history (the table is not captured): the new table needs
+            # a snapshot of its own.
+            raise SqlParseError(f"CREATE TABLE ... LIKE {src}: {src} is not a captured table, so its columns "
+                                "are not known")
+        reg.put(key, reg.current[src].renamed(name_db, name_table))
         return
     t = cur.peek()
     if t is None or not (t.kind == "punct" and t.text == "("):
@@ -551,7 +563,7 @@ def _alter_table(cur: TokenCursor, reg: _Registry) -> None:
         c = TokenCursor(cur.sql, spec)
         if c.accept("ADD"):
             if c.accept("COLUMN") or _starts_column(c):
-                c.accept("IF", "NOT", "EXISTS")
+                if_not_exists = c.accept("IF", "NOT", "EXISTS")
                 t = c.peek()
                 if t is not None and t.kind == "punct" and t.text == "(":
                     defs = [_parse_column_def(cur.sql, item, None, in_alter=True) for item in c.split_group()]
@@ -562,7 +574,7 @@ def _alter_table(cur: TokenCursor, reg: _Registry) -> None:
                 for d in defs:
                     col = _with_table_charset(d, schema, None)
                     if _index_of(columns, col.name) >= 0:
-                        if "IF NOT EXISTS" in " ".join(t.up for t in spec[:4]):
+                        if if_not_exists:
                             continue
                         raise SqlParseError(f"ADD COLUMN {col.name!r}: the column exists already")
                     _place(columns, col, d.position, len(columns))
@@ -777,6 +789,12 @@ def _drop_table(cur: TokenCursor, reg: _Registry) -> None:
     if cur.accept("INDEX"):
         _drop_index(cur, reg)
         return
+    if cur.accept("DATABASE") or cur.accept("SCHEMA"):
+        cur.accept("IF", "EXISTS")
+        db = cur.name().lower()
+        for key in [k for k in reg.current if k.partition(".")[0].lower() == db]:
+            reg.drop(key)
+        return
     if not cur.accept("TABLE"):
         return  # DROP DATABASE/VIEW/...: no table schema change we track
     cur.accept("IF", "EXISTS")
@@ -811,6 +829,73 @@ def _truncate(cur: TokenCursor, reg: _Registry) -> None:
     key = reg.resolve(*cur.qualified_name())
     if reg.known(key):
         reg.outcome.truncated.append(key)
+
+
+def tables_named(statement: str, default_database: str | None, schemas: dict[str, TableSchema]) -> list[str]:
+    """The tables a table-shaping statement changes, read from its head alone (the rest may not
+    parse): ALTER/TRUNCATE/CREATE TABLE's table, DROP TABLE's list, RENAME TABLE's pairs, the table
+    of CREATE/DROP INDEX, and a DROP DATABASE's captured tables. Those a statement cdclake cannot
+    apply may have changed (to park them).
+
+    >>> s = {"shop.t": TableSchema("shop", "t", [column_from_definition("a", "int")])}
+    >>> tables_named("ALTER TABLE `t` FROB x", "shop", s), tables_named("CREATE TABLE shop.n (x WEIRD)", None, s)
+    (['shop.t'], ['shop.n'])
+    """
+    try:
+        toks = tokenize(statement, MYSQL_DIALECT)
+    except SqlParseError:
+        return []
+    cur = TokenCursor(statement, toks)
+    known = {k.lower(): k for k in schemas}
+    found: list[str] = []
+
+    def take() -> None:
+        db, table = cur.qualified_name()
+        db = db or default_database
+        if db is not None:
+            key = f"{db}.{table}"
+            key = known.get(key.lower(), key)
+            if key not in found:
+                found.append(key)
+
+    def names(separator: str = ",") -> None:
+        take()
+        while cur.accept_punct(separator) or (separator != "," and cur.accept(separator)):
+            take()
+
+    try:
+        verb = cur.next().up if not cur.at_end() else ""
+        for word in ("ONLINE", "OFFLINE", "IGNORE", "OR", "REPLACE", "TEMPORARY", "UNIQUE", "FULLTEXT", "SPATIAL"):
+            cur.accept(word)
+        if cur.accept("DATABASE") or cur.accept("SCHEMA"):
+            cur.accept("IF", "EXISTS")
+            db = cur.name().lower()
+            return [k for k in schemas if k.partition(".")[0].lower() == db] if verb == "DROP" else []
+        if cur.accept("INDEX"):
+            while not cur.at_end() and not cur.accept("ON"):
+                cur.next()
+            take()
+        elif verb == "RENAME" and cur.accept("TABLE"):
+            while True:
+                take()
+                cur.accept("TO")
+                take()
+                if not cur.accept_punct(","):
+                    break
+        elif cur.accept("TABLE") or verb == "TRUNCATE":
+            cur.accept("IF", "NOT", "EXISTS") or cur.accept("IF", "EXISTS")
+            names() if verb == "DROP" else take()
+            if verb == "ALTER":  # ... RENAME [TO|AS] new, anywhere among the clauses
+                rest = [t.up for t in toks[cur.i:]]
+                for k, word in enumerate(rest):
+                    if word == "RENAME" and k + 1 < len(rest) and rest[k + 1] not in ("COLUMN", "INDEX", "KEY"):
+                        cur.i += k + 1
+                        cur.accept("TO") or cur.accept("AS")
+                        take()
+                        break
+    except SqlParseError:
+        pass
+    return found
 
 
 def apply_ddl(statement: str, default_database: str | None, schemas: dict[str, TableSchema]) -> DdlOutcome:

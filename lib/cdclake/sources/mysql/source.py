@@ -14,6 +14,7 @@ columns are renamed/typed from it before a row is read, never from today's infor
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
@@ -21,12 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 import pymysql
 
-from cdclake.errors import CdcError, DdlParseError, PreflightError, SchemaMismatchError
+from cdclake.errors import CdcError, DdlParseError, PreflightError
 from cdclake.schema import TableSchema
 from cdclake.sources.mysql import lag, preflight
 from cdclake.sources.mysql.config import MySqlSourceConfig
-from cdclake.sources.mysql.ddl import apply_ddl
+from cdclake.sources.mysql.ddl import apply_ddl, tables_named
 from cdclake.sources.mysql.position import BinlogPosition
+from cdclake.sources.mysql.schema_change import NotEvaluable, evaluation_sql, existing_rows
 from cdclake.sources.mysql.types import MySqlTypeMapper, table_map_overrides
 from cdclake.spi import Begin, Commit, Ddl, LogRecord, RecordSource, Rollback, RowChange, SnapshotStart, WindowEnd
 from cdclake.spi.jdbc import read_jdbc
@@ -35,6 +37,7 @@ from cdclake.spi.source import PENDING_SCAN_EVENTS, PendingChanges
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+log = logging.getLogger(__name__)
 SYSTEM_DATABASES = {"mysql", "information_schema", "performance_schema", "sys"}
 _TXN_CONTROL = re.compile(r"^\s*(BEGIN|COMMIT|ROLLBACK|XA\s|SAVEPOINT|ROLLBACK\s+TO|RELEASE\s+SAVEPOINT)", re.I)
 FL_STANDALONE = 1  # MariaDB GTID flag: the group has no BEGIN/COMMIT (DDL)
@@ -297,6 +300,8 @@ class _BinlogWindow:
         self.gtid = _GtidTracker(self.mariadb, start.gtid)
         self.row_events = 0
         self.txid: str | None = None
+        self.in_group = False  # a MariaDB GTID began a group with BEGIN..COMMIT semantics
+        self._conn: pymysql.connections.Connection | None = None  # evaluates defaults of added columns
 
     def _position(self, stream: Any) -> BinlogPosition:
         return BinlogPosition(stream.log_file, int(stream.log_pos), self.gtid.text())
@@ -332,7 +337,8 @@ class _BinlogWindow:
                 if kind is MariadbGtidEvent:
                     self.gtid.pending = event.gtid
                     self.txid = event.gtid
-                    if not event.flags & FL_STANDALONE:
+                    self.in_group = not event.flags & FL_STANDALONE
+                    if self.in_group:
                         yield Begin(self.txid, self._position(stream))
                     continue
                 if kind is GtidEvent:
@@ -340,7 +346,9 @@ class _BinlogWindow:
                     self.txid = event.gtid
                     continue
                 if kind is TableMapEvent:
-                    self._patch_table_map(stream, event)
+                    parked = self._patch_table_map(stream, event)
+                    if parked is not None:
+                        yield parked
                     continue
                 if kind in ops:
                     table = f"{event.schema}.{event.table}"
@@ -379,6 +387,8 @@ class _BinlogWindow:
                     boundary = self._position(stream)
         finally:
             stream.close()
+            if self._conn is not None:
+                self._conn.close()
         yield WindowEnd(boundary)
 
     def _should_stop(self, at: BinlogPosition) -> bool:
@@ -386,23 +396,34 @@ class _BinlogWindow:
             return True
         return self.max_events is not None and self.row_events >= self.max_events
 
-    def _patch_table_map(self, stream: Any, event: Any) -> None:
+    def _patch_table_map(self, stream: Any, event: Any) -> Ddl | None:
+        """Type the table map's columns from the schema history; if the server's shape of the table
+        (column count, and names when ``binlog_row_metadata=FULL`` logs them) is not the history's,
+        the table is parked here (a record saying so), since its rows cannot be decoded."""
         table = f"{event.schema}.{event.table}"
         schema = self.schemas.get(table)
         here = BinlogPosition(stream.log_file, int(stream.log_pos)).ordinal
         if schema is None or here <= self.floors.get(table, -1):
-            return
+            return None
         mapped = stream.table_map[event.table_id].columns
+        logged = list(getattr(getattr(event, "optional_metadata", None), "column_name_list", None) or [])
+        problem = None
         if len(mapped) != len(schema.columns):
-            raise SchemaMismatchError(
-                f"binlog rows of {table} at {stream.log_file}:{stream.log_pos} have {len(mapped)} columns but the "
-                f"schema history says {len(schema.columns)} ({', '.join(schema.column_names)})",
-                "a DDL was missed (e.g. skipped as unparsable) or the table changed outside the binlog; "
-                "re-snapshot the table with 'cdclake snapshot --config <file> --tables <regex> --force'",
-            )
+            problem = f"{len(mapped)} columns"
+        elif logged and [n.lower() for n in logged] != [c.name.lower() for c in schema.columns]:
+            problem = f"the columns ({', '.join(logged)})"
+        if problem is not None:
+            position = self._position(stream)
+            reason = (f"binlog rows at {position.describe()} have {problem} but the schema history says "
+                      f"{len(schema.columns)} ({', '.join(schema.column_names)}): a DDL was skipped or misread, or "
+                      "the table changed outside the binlog")
+            self.schemas.pop(table, None)
+            return Ddl(position, f"/* rows of {table} that do not fit its schema */", event.schema, {},
+                       _utc(event.timestamp), parked={table: reason})
         for col, source_col in zip(mapped, schema.columns):
             for attr, value in table_map_overrides(source_col).items():
                 setattr(col, attr, value)
+        return None
 
     def _rows(self, event: Any, op: str, table: str) -> Iterator[RowChange]:
         schema = self.schemas[table]
@@ -442,23 +463,65 @@ class _BinlogWindow:
             return "rollback", [Rollback(txid or "", position)]
         if _TXN_CONTROL.match(sql):
             return None, []
+        database = event.schema.decode() if isinstance(event.schema, bytes) else (event.schema or None)
+        zone = getattr(event, "time_zone", None)
+        session = (zone.decode() if isinstance(zone, bytes) else zone, event.timestamp)
+        if self.in_group and self.txid is not None:
+            # MariaDB logs CREATE TABLE ... SELECT inside the group of its rows: the group goes on.
+            return None, self._ddl(sql, database, position, _utc(event.timestamp), session)
         # A DDL statement: its own group, committed implicitly.
         self.gtid.commit()
         position = self._position(stream)
         self.txid = None
-        database = event.schema.decode() if isinstance(event.schema, bytes) else (event.schema or None)
-        return "ddl", self._ddl(sql, database, position, _utc(event.timestamp))
+        return "ddl", self._ddl(sql, database, position, _utc(event.timestamp), session)
+
+    def _evaluate(self, session: tuple[str | None, int]) -> Any:
+        """``evaluate(default, column)`` for :func:`.schema_change.existing_rows`: the server computes
+        the default again in the statement's session time zone and at its instant."""
+
+        def evaluate(default: str, column: Any) -> Any:
+            sql = evaluation_sql(default, column, self.source.types)
+            if self._conn is None:
+                self._conn = self.source.connect()
+            zone, ts = session
+            try:
+                with self._conn.cursor() as cur:
+                    cur.execute("SET @@session.time_zone = " + ("%s" if zone else "@@global.time_zone"),
+                                (zone,) if zone else None)
+                    cur.execute("SET @@session.timestamp = %s", (ts,))
+                    cur.execute(sql)
+                    row = cur.fetchone()
+            except pymysql.err.MySQLError as exc:  # e.g. a default naming a column: per row
+                raise NotEvaluable(f"the server cannot evaluate it alone ({exc.args[-1] if exc.args else exc})"
+                                   ) from None
+            value = row[0] if row else None
+            if isinstance(value, bytes):
+                value = value.decode("utf-8", "replace")
+            return value if value is None or isinstance(value, (int, float, str)) else str(value)
+
+        return evaluate
 
     def _ddl(self, sql: str, database: str | None, position: BinlogPosition,
-             commit_ts: datetime | None) -> list[LogRecord]:
+             commit_ts: datetime | None, session: tuple[str | None, int] = (None, 0)) -> list[LogRecord]:
+        captured = self.source.config.captures
         try:
             outcome = apply_ddl(sql, database, self.schemas)
         except DdlParseError as exc:
-            if not self.source.skip_unparsable_ddl:
-                raise DdlParseError(sql, position.describe(), exc.problem.split(": ", 1)[-1]) from None
-            return [Ddl(position, sql, database, {}, commit_ts, skipped_reason=exc.problem)]
+            reason = exc.problem.split(": ", 1)[-1]
+            if self.source.skip_unparsable_ddl:
+                return [Ddl(position, sql, database, {}, commit_ts, skipped_reason=exc.problem)]
+            # Only the tables the statement names stop; a statement naming none cannot change them.
+            tables = [t for t in tables_named(sql, database, self.schemas)
+                      if captured(t) and position.ordinal > self.floors.get(t, -1)]
+            if not tables:
+                log.warning("a DDL statement at %s does not parse and names no captured table; it is ignored "
+                            "(%s): %s", position.describe(), reason, sql[:300])
+                return []
+            for t in tables:
+                self.schemas.pop(t, None)
+            return [Ddl(position, sql, database, {}, commit_ts,
+                        parked={t: f"cdclake cannot apply the statement ({reason})" for t in tables})]
         records: list[LogRecord] = []
-        captured = self.source.config.captures
         for table in outcome.truncated:
             if table in self.schemas and position.ordinal > self.floors.get(table, -1):
                 txid = f"truncate:{position}"
@@ -470,6 +533,8 @@ class _BinlogWindow:
         if outcome.ignored or not outcome.changes:
             return records
         changes: dict[str, TableSchema | None] = {}
+        reread: dict[str, str] = {}
+        before = dict(self.schemas)
         for table, schema in outcome.changes.items():
             if not captured(table) and table not in self.schemas:
                 continue
@@ -479,6 +544,12 @@ class _BinlogWindow:
                 self.schemas.pop(table, None)
                 changes[table] = None
             else:
+                old = before.get(outcome.renamed_from.get(table, table))
+                if old is not None:
+                    schema, why = existing_rows(old, schema, outcome.column_renames.get(table, {}),
+                                                self._evaluate(session))
+                    if why:
+                        reread[table] = why
                 self.schemas[table] = schema
                 changes[table] = schema
             self.versions[table] = self.next_version
@@ -487,7 +558,7 @@ class _BinlogWindow:
             renames = {new: old for new, old in outcome.renamed_from.items() if new in changes}
             column_renames = getattr(outcome, "column_renames", {}) or {}
             records.append(Ddl(position, sql, database, changes, commit_ts, renames,
-                               {t: r for t, r in column_renames.items() if t in changes}))
+                               {t: r for t, r in column_renames.items() if t in changes}, reread=reread))
         return records
 
 

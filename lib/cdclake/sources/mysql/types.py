@@ -443,6 +443,14 @@ class MySqlTypeMapper(TypeMapper):
         ``CURRENT_TIMESTAMP`` defaults take the apply time (the ALTER's own instant is not logged).
         """
         base = column.attrs.get("base") or self._base(column)
+        if "fill" in column.attrs:  # the canonical value the server gave them (.schema_change)
+            fill = column.attrs["fill"]
+            if fill is None:
+                return None
+            canonical = f"'{_sql_quote(str(fill))}'"
+            if self.canonical_type(column) != "STRING":
+                canonical = f"try_cast({canonical} AS {self.canonical_type(column)})"
+            return self.to_delta_sql(column, canonical)
         default = column.default
         if default is None or default.upper() == "NULL":
             if column.nullable:

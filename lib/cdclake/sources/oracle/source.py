@@ -442,10 +442,17 @@ class OracleSource(FrameSource):
                 if subject and subject not in registry and not self.config.captures(subject):
                     log.debug("ignoring DDL on %s (not captured) that does not parse: %s", subject, exc.problem)
                     continue
-                if not self.skip_unparsable_ddl:
+                if self.skip_unparsable_ddl:
+                    out.append(Ddl(point, statement, r.SEG_OWNER, {}, r.TIMESTAMP, skipped_reason=exc.problem))
+                    version += 1
+                    continue
+                if not subject:
                     raise DdlParseError(statement, point.describe(), exc.problem) from None
+                # Only this table stops (parked until re-snapshotted); the others go on.
+                registry.pop(subject, None)
                 out.append(Ddl(point, statement, r.SEG_OWNER, {}, r.TIMESTAMP,
-                               skipped_reason=exc.problem))
+                               parked={subject: f"cdclake cannot apply the statement ({exc.problem})"}))
+                plan.versions.setdefault(subject, []).append((int(r.IDX), version, None))
                 version += 1
                 continue
             changes = {t: s for t, s in outcome.changes.items() if self.config.captures(t)}

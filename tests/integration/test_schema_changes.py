@@ -1,0 +1,223 @@
+"""Every kind of schema change MariaDB accepts, mined in both table modes: the lake equals the source.
+
+One workload per table mode (``lake.table_features``: compatible, spark), shared by the tests of this
+module: each group of grammar forms runs on a table of its own, with DML before and after its
+statements in the same window and more DML in the next one; several statements share a window. The
+forms are written from the MariaDB/MySQL reference grammar (``ALTER TABLE``, ``CREATE TABLE``,
+``RENAME TABLE``...). One test per form checks its table against the source, values and columns.
+
+A statement cdclake cannot apply (``TRUNCATE PARTITION``: rows go without row events) parks only its
+table; the run says so, the other tables are mined, and ``backfill`` brings the table back.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+from cdclake.errors import TablesParkedError
+from cdclake.testing.compare import compare_table
+
+from tests.integration.pipeline_helpers import make_pipeline
+
+BASE = ("CREATE TABLE {t} (id INT PRIMARY KEY, k INT NOT NULL DEFAULT 0, a INT, b VARCHAR(20), "
+        "d DECIMAL(10,2), ts TIMESTAMP NULL DEFAULT NULL, dt DATETIME(3) NULL, e ENUM('x','y') DEFAULT 'x')")
+BASE_ROWS = ("INSERT INTO {t} VALUES (1, 1, 10, '11', 1.25, '2020-05-01 10:00:00', '2020-05-01 10:00:00.456', 'x'), "
+             "(2, 2, 20, '22', 2.35, NULL, '2021-01-01 00:00:00.999', 'y'), (3, 3, 30, NULL, -3.45, NULL, NULL, 'x')")
+
+
+@dataclass
+class Group:
+    """Grammar forms run in one window on one table ``{t}``; ``table``: its name after them."""
+
+    name: str
+    forms: dict[str, str]  # form id -> statement (run in order)
+    create: str = BASE
+    rows: str = BASE_ROWS
+    table: str = "{t}"
+    session: list[str] = field(default_factory=list)  # before the statements, on their connection
+    more_tables: list[str] = field(default_factory=list)  # other tables the forms make, to compare too
+    parked: bool = False
+
+
+GROUPS = [
+    Group("add_positions", {
+        "add_first": "ALTER TABLE {t} ADD COLUMN n1 INT FIRST",
+        "add_after_default": "ALTER TABLE {t} ADD COLUMN n2 VARCHAR(10) DEFAULT 'x' AFTER a",
+        "add_not_null_implicit": "ALTER TABLE {t} ADD COLUMN n3 INT NOT NULL",
+        "add_if_not_exists": "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS a INT, ADD COLUMN IF NOT EXISTS n4 BIGINT "
+                             "DEFAULT 7",
+        "add_list": "ALTER TABLE {t} ADD (n5 VARCHAR(5) DEFAULT 'q', n6 DECIMAL(6,2) DEFAULT 1.5)",
+    }),
+    Group("add_temporal", {
+        "add_timestamp_literal_zone": "ALTER TABLE {t} ADD COLUMN t1 TIMESTAMP NOT NULL DEFAULT '2021-06-01 12:00:00'",
+        "add_datetime_fraction": "ALTER TABLE {t} ADD COLUMN t2 DATETIME(3) DEFAULT '2020-01-01 00:00:00.123'",
+        "add_current_timestamp": "ALTER TABLE {t} ADD COLUMN t3 TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP",
+        "add_expression_date": "ALTER TABLE {t} ADD COLUMN t4 DATE DEFAULT (CURRENT_DATE + INTERVAL 1 DAY)",
+    }, session=["SET time_zone = '+05:00'"]),
+    Group("add_expressions", {
+        "add_constant_expression": "ALTER TABLE {t} ADD COLUMN x1 INT DEFAULT (1 + 2)",
+        "add_row_expression": "ALTER TABLE {t} ADD COLUMN x2 INT DEFAULT (a * 2)",
+        "add_nondeterministic": "ALTER TABLE {t} ADD COLUMN x3 VARCHAR(36) DEFAULT (UUID())",
+    }),
+    Group("generated", {
+        "add_virtual": "ALTER TABLE {t} ADD COLUMN g1 INT AS (a + k) VIRTUAL",
+        "add_stored": "ALTER TABLE {t} ADD COLUMN g2 VARCHAR(40) AS (CONCAT(b, '-')) STORED",
+    }),
+    Group("drop_rename", {
+        "drop": "ALTER TABLE {t} DROP COLUMN b",
+        "drop_if_exists": "ALTER TABLE {t} DROP COLUMN IF EXISTS zz, DROP COLUMN IF EXISTS dt",
+        "rename_column": "ALTER TABLE {t} RENAME COLUMN a TO a2",
+        "change_rename_widen": "ALTER TABLE {t} CHANGE d d2 DECIMAL(12,2) DEFAULT 0",
+    }),
+    Group("modify", {
+        "modify_widen": "ALTER TABLE {t} MODIFY a BIGINT",
+        "modify_to_text": "ALTER TABLE {t} MODIFY a VARCHAR(20)",
+        "modify_text_to_int": "ALTER TABLE {t} MODIFY b INT",
+        "modify_decimal_scale": "ALTER TABLE {t} MODIFY d DECIMAL(8,1)",
+        "modify_fraction_down": "ALTER TABLE {t} MODIFY dt DATETIME",
+    }),
+    Group("defaults_order", {
+        "set_default": "ALTER TABLE {t} ALTER COLUMN b SET DEFAULT 'zz'",
+        "drop_default": "ALTER TABLE {t} ALTER COLUMN a DROP DEFAULT",
+        "modify_enum_first": "ALTER TABLE {t} MODIFY e ENUM('x','y','z') DEFAULT 'z' FIRST",
+        "modify_after": "ALTER TABLE {t} MODIFY b VARCHAR(20) AFTER id",
+    }),
+    Group("clauses_quoting", {
+        "multi_clause_algorithm": "ALTER /* c1 */ TABLE {t} ADD COLUMN `select` INT /* c2 */ COMMENT 'it''s', "
+                                  "DROP COLUMN dt, ALGORITHM=COPY, LOCK=SHARED",
+        "quoted_default": "ALTER TABLE {t} ADD COLUMN `dä-sh` VARCHAR(5) DEFAULT 'a''b', ALGORITHM=INSTANT",
+        "convert_charset": "ALTER TABLE {t} CONVERT TO CHARACTER SET latin1",
+    }),
+    Group("keys", {
+        "primary_key_change": "ALTER TABLE {t} DROP PRIMARY KEY, ADD PRIMARY KEY (id, k)",
+        "unique_key_add": "ALTER TABLE {t} ADD UNIQUE KEY uk_a (a)",
+    }),
+    Group("keyless", {
+        "primary_key_add": "ALTER TABLE {t} ADD PRIMARY KEY (id)",
+    }, create=BASE.replace(" PRIMARY KEY", "")),
+    Group("table_rename", {
+        "rename_table": "RENAME TABLE {t} TO {t}_r",
+        "alter_rename_table": "ALTER TABLE {t}_r RENAME TO {t}_r2",
+    }, table="{t}_r2"),
+    Group("create", {
+        "create_plain": "CREATE TABLE {t}_c (id INT PRIMARY KEY, v VARCHAR(10) DEFAULT 'v')",
+        "create_like": "CREATE TABLE {t}_l LIKE {t}",
+        "create_select": "CREATE TABLE {t}_s AS SELECT id, k, a FROM {t}",
+    }, more_tables=["{t}_c", "{t}_l", "{t}_s"]),
+    Group("truncate", {"truncate": "TRUNCATE TABLE {t}"}),
+    Group("partitions", {
+        "partition_reorganize": "ALTER TABLE {t} REORGANIZE PARTITION p1 INTO (PARTITION p1 VALUES LESS THAN "
+                                "(1000), PARTITION p2 VALUES LESS THAN MAXVALUE)",
+        "partition_truncate": "ALTER TABLE {t} TRUNCATE PARTITION p0",
+    }, create=BASE + " PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (3), PARTITION p1 VALUES LESS THAN "
+       "MAXVALUE)", parked=True),
+]
+FORMS = [(g.name, form) for g in GROUPS if not g.parked for form in g.forms]
+MODES = ["compatible", "spark"]
+
+
+def _named(sql: str, group: str) -> str:
+    """``{t}`` and ``{t}_x`` in a statement as the group's quoted table names."""
+    return re.sub(r"\{t\}(_\w+)?", lambda m: f"`{group}{m.group(1) or ''}`", sql)
+
+
+def _run(conn, statements: list[str]) -> None:  # type: ignore[no-untyped-def]
+    with conn.cursor() as cur:
+        for sql in statements:
+            cur.execute(sql)
+
+
+def _dml(t: str, ids: tuple[int, int, int]) -> list[str]:
+    """An insert of defaults, an update and a delete (columns every form keeps: id and k)."""
+    new, upd, gone = ids
+    return [f"INSERT IGNORE INTO {t} (id) VALUES ({new})", f"UPDATE {t} SET k = k + 1 WHERE id = {upd}",
+            f"DELETE FROM {t} WHERE id = {gone}"]
+
+
+@dataclass
+class Outcome:
+    pipeline: object
+    tables: dict[str, str]  # group -> database.table after its forms
+    extra: dict[str, list[str]]  # group -> other tables its forms made
+    parked_error: str | None
+
+
+@pytest.fixture(scope="module", params=MODES)
+def mined(request, spark, mariadb, tmp_path_factory) -> Iterator[tuple[str, Outcome]]:  # type: ignore[no-untyped-def]
+    mode = request.param
+    db = f"sc_{mode}"
+    mariadb.execute(f"DROP DATABASE IF EXISTS `{db}`")
+    mariadb.execute(f"CREATE DATABASE `{db}` CHARACTER SET utf8mb4")
+    lake = tmp_path_factory.mktemp(f"schema_changes_{mode}")
+    pipeline = make_pipeline(spark, mariadb, db, lake, f"sc_{mode}", extra=f"  table_features: {mode}\n")
+    conn = mariadb.connect(database=db)
+    try:
+        for g in GROUPS:
+            _run(conn, [_named(g.create, g.name), _named(g.rows, g.name)])
+        _run(conn, ["CREATE TABLE `bystander` (id INT PRIMARY KEY, v INT)", "INSERT INTO `bystander` VALUES (1, 1)"])
+        pipeline.snapshot()
+        for g in GROUPS:  # window 1: DML, the forms, DML
+            c = mariadb.connect(database=db)
+            _run(c, _dml(_named("{t}", g.name), (10, 1, 3)))
+            _run(c, g.session + [_named(sql, g.name) for sql in g.forms.values()])
+            _run(c, _dml(_named(g.table, g.name), (11, 2, 99)))
+            for extra in g.more_tables:
+                _run(c, [f"INSERT IGNORE INTO {_named(extra, g.name)} (id) VALUES (500)"])
+            c.close()
+        _run(conn, ["UPDATE `bystander` SET v = v + 1"])
+        parked_error = None
+        try:
+            pipeline.mine()
+        except TablesParkedError as exc:
+            parked_error = str(exc)
+        for g in GROUPS:  # window 2: more DML
+            _run(conn, _dml(_named(g.table, g.name), (12, 10, 11)))
+        _run(conn, ["UPDATE `bystander` SET v = v + 1"])
+        try:
+            pipeline.mine()
+        except TablesParkedError:
+            pass
+        yield mode, Outcome(pipeline, {g.name: f"{db}.{g.table.format(t=g.name)}" for g in GROUPS},
+                            {g.name: [f"{db}.{x.format(t=g.name)}" for x in g.more_tables] for g in GROUPS},
+                            parked_error)
+    finally:
+        conn.close()
+        mariadb.execute(f"DROP DATABASE IF EXISTS `{db}`")
+
+
+def _assert_equal(spark, pipeline, table: str) -> None:  # type: ignore[no-untyped-def]
+    result = compare_table(spark, pipeline, table)
+    assert result.equal, f"{table}: {result.summary()}"
+    source_columns = pipeline.source.snapshot_start([table]).schemas[table].column_names
+    pipeline.source.end_snapshot_read()
+    lake_columns = [c for c in spark.read.format("delta").load(pipeline.layout.target(table)).columns
+                    if not c.startswith("__")]
+    assert lake_columns == source_columns, f"{table}: lake columns {lake_columns}, source {source_columns}"
+
+
+@pytest.mark.parametrize(("group", "form"), FORMS, ids=[f for _, f in FORMS])
+def test_change_is_applied_exactly(spark, mined, group: str, form: str) -> None:  # type: ignore[no-untyped-def]
+    mode, out = mined
+    states = out.pipeline.control.table_states()
+    assert states[out.tables[group]].status == "streaming", states[out.tables[group]]
+    for table in [out.tables[group], *out.extra[group]]:
+        _assert_equal(spark, out.pipeline, table)
+
+
+def test_unappliable_change_parks_only_its_table(spark, mined) -> None:  # type: ignore[no-untyped-def]
+    mode, out = mined
+    table = out.tables["partitions"]
+    assert out.parked_error is not None and table in out.parked_error and "backfill" in out.parked_error
+    states = out.pipeline.control.table_states()
+    assert states[table].status == "parked" and "TRUNCATE PARTITION" in states[table].detail["parked_reason"]
+    bystander = table.rsplit(".", 1)[0] + ".bystander"
+    assert states[bystander].status == "streaming"
+    _assert_equal(spark, out.pipeline, bystander)  # mined on, both windows
+    status = {t["source_table"]: t for t in out.pipeline.status()}
+    assert status[table]["parked"]["remedy"].startswith(f"cdclake backfill --config <file> --table {table}")
+    out.pipeline.backfill(table)
+    assert out.pipeline.control.table_states()[table].status == "streaming"
+    _assert_equal(spark, out.pipeline, table)
