@@ -61,6 +61,7 @@ def assert_lake_equals_simulated(spark: Any, pipeline: Pipeline, db: SimulatedOr
     for table in names:
         schema = latest[table].schema
         assert schema is not None, f"{table} is dropped in the schema history"
+        schema = pipeline.ctx.columns.lake_schema(schema)  # what lands (no virtual columns)
         cols = [f"`{c}`" for c in schema.column_names]
         expected = read(spark, schema, db.current_scn if scn is None else scn).selectExpr(
             *typed_select(pipeline.source.types, schema))

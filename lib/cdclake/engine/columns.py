@@ -126,11 +126,12 @@ class ColumnPolicy:
     # ---- schemas --------------------------------------------------------------------------------
 
     def lake_schema(self, schema: TableSchema) -> TableSchema:
-        """``schema`` as the lake holds it: the columns left out are gone (a no-op for a table without rules)."""
+        """``schema`` as the lake holds it: the columns left out are gone, and so are the columns the
+        source's log never carries (Oracle virtual columns: LogMiner logs no value of theirs, so no
+        change would keep them exact; compute them downstream)."""
         rules = self.rules(schema.qualified_name)
-        if rules is None or all(rules.landed(c.name) for c in schema.columns):
-            return schema
-        return schema.with_columns([c for c in schema.columns if rules.landed(c.name)])
+        kept = [c for c in schema.columns if not c.attrs.get("virtual") and (rules is None or rules.landed(c.name))]
+        return schema if len(kept) == len(schema.columns) else schema.with_columns(kept)
 
     def check_table(self, schema: TableSchema, key: RowKey, warn_unknown: bool = True) -> None:
         """Refuse rules that cannot be honoured on ``schema``; ``warn_unknown``: log the names that are
