@@ -46,7 +46,7 @@ def test_every_kind_of_change_is_applied_and_an_unappliable_one_parks_its_table(
     db.alter_table("APP", "T", f'ALTER TABLE {T} MODIFY ("A" NUMBER(18))', cols)
     cols = [(n, "VARCHAR2(40 CHAR)" if n == "S" else t) for n, t in cols]
     db.alter_table("APP", "T", f'ALTER TABLE {T} MODIFY ("S" VARCHAR2(40 CHAR) DEFAULT \'dflt\')', cols)
-    _dml(db, "T", 11, 2, 99)
+    _dml(db, "T", 11, 2, 1)
     db.alter_table("APP", "T", f'ALTER TABLE {T} RENAME COLUMN "D" TO "D2"',
                    [("D2" if n == "D" else n, t) for n, t in cols], renamed={"D": "D2"})
     db.drop_column("APP", "T", "S")

@@ -32,7 +32,7 @@ from cdclake.engine.history import (
     schema_at,
     window_ddl,
 )
-from cdclake.engine.mining import live_states, next_window, window_open
+from cdclake.engine.mining import live_states, next_window, stop_on_parked, window_open
 from cdclake.engine.repair.backfill import check_backfill_args
 from cdclake.errors import CdcError, ConfigError, UsageError
 from cdclake.schema import Column, TableSchema
@@ -277,3 +277,38 @@ def test_a_missing_driver_names_the_install_extra(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(ConfigError, match="needs the Python package 'oracledb'") as err:
         create_source(config.source, SourceContext("p", "/tmp/l"))
     assert err.value.fix == "pip install 'cdclake[oracle]'"
+
+
+# ---- parked and re-read tables ---------------------------------------------------------------------------
+
+
+def test_a_parked_table_stops_where_its_change_is_and_the_others_stream_on() -> None:
+    ddl = Ddl(Pos(20), "ALTER TABLE t TRUNCATE PARTITION p0", "db", {}, parked={"db.t": "rows go without events"})
+    entries = entries_for_ddl(ddl, 7, 3)
+    assert [(e.kind, e.table, e.schema, e.reason) for e in entries] == [
+        ("parked", "db.t", None, "rows go without events")]
+    states = {t: TableState(t, TABLE_STREAMING, {"n": 5}, 5, 2, None) for t in ("db.t", "db.u")}
+    out = states_after(states, entries, Pos(40), 3, 1.0)
+    assert out["db.t"].status == "parked" and out["db.u"].status == TABLE_STREAMING
+    assert out["db.t"].detail["parked_at"] == "@20" and "backfill" in out["db.t"].detail["remedy"]
+    # the registry forgets it: the source is no longer asked for its rows
+    assert "db.t" not in registry_before([HistoryEntry(1, "db.t", 10, "p", "s", "snapshot", T1, None, {}, None),
+                                          *entries], 4).schemas
+    # a change Delta refused at apply parks it too, keeping the others' states
+    refused = states_after(states, [], Pos(40), 3, 1.0, {"db.u": ("@30", "Delta refused")})
+    assert refused["db.u"].status == "parked" and refused["db.t"].status == TABLE_STREAMING
+    with pytest.raises(CdcError, match="db.u is parked since @30: Delta refused") as err:
+        stop_on_parked(refused)
+    assert "cdclake backfill --config <file> --table db.u" in (err.value.fix or "")
+    stop_on_parked(states)  # nothing parked: no error
+
+
+def test_a_change_the_log_does_not_carry_marks_the_table_for_a_re_read() -> None:
+    ddl = Ddl(Pos(20), "ALTER TABLE t ADD g INT AS (v * 2)", "db", {"db.t": T2}, reread={"db.t": "generated"})
+    entries = entries_for_ddl(ddl, 7, 3)
+    assert [(e.kind, e.schema) for e in entries] == [("ddl", T2), ("reread", T2)]
+    assert registry_before(entries, 4).schemas["db.t"] == T2  # the mark does not change the schema
+    states = {"db.t": TableState("db.t", TABLE_STREAMING, {"n": 5}, 5, 2, None)}
+    out = states_after(states, entries, Pos(40), 3, 1.0)["db.t"]
+    assert out.status == TABLE_STREAMING and out.detail["reread_reason"] == "generated"
+    assert int(out.detail["reread_seq"]) == event_seq(20, 0)
