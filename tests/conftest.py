@@ -52,13 +52,25 @@ HEAVY_TESTS = {
     "test_mining_equality.py::": 100, "test_oracle_sim.py::test_lob_writes": 90,
     "test_oracle_sim.py::test_connection_lost": 85, "test_oracle_sim.py::test_export_mode": 65,
     "test_oracle_checklist.py::": 35, "test_quality.py::test_gates": 55, "test_oracle_sim.py::test_abandoned": 55,
-    "test_reconcile.py::": 35, "test_backfill.py::": 28, "test_oracle_lobs_xml.py::": 25, "test_report.py::": 30,
+    "test_reconcile.py::": 35, "test_backfill.py::": 40, "test_oracle_lobs_xml.py::": 25, "test_report.py::": 30,
     "test_inflight.py::": 12, "test_errors.py::test_bad_config": 0.5, "test_airflow_dags.py::": 2,
     "test_mariadb_preflight.py::": 0.3, "test_mysql_types_spark.py::": 0.3, "test_oracle_fast_path.py::": 1.5,
     "test_target_decoding.py::": 0.5, "test_oracle_types_spark.py::": 1,
+    # per form; a mode's first test runs the shared workload (about 450 s on the slow machine)
+    "test_schema_changes.py::": 5, "test_oracle_schema_changes.py::": 85,
 }
-# Tests of these files share an expensive module-scoped fixture: they stay on one worker.
-TOGETHER = ("test_airflow_dags.py", "test_mariadb_preflight.py", "test_standalone_cluster.py")
+# Tests of these files (and of one parameter of a file: "file[param") share an expensive module-scoped
+# fixture: they stay on one worker.
+TOGETHER = ("test_airflow_dags.py", "test_mariadb_preflight.py", "test_standalone_cluster.py",
+            "test_schema_changes.py[compatible", "test_schema_changes.py[spark")
+
+
+def _together(nodeid: str) -> str | None:
+    for group in TOGETHER:
+        file, _, param = group.partition("[")
+        if file in nodeid and (not param or f"[{param}" in nodeid):
+            return group
+    return None
 
 
 def _cost(item: pytest.Item) -> float:
@@ -74,7 +86,7 @@ def balanced_order(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
     """Items in ``workers`` consecutive shares of (nearly) equal count and estimated time, heaviest first."""
     groups: dict[str, list[pytest.Item]] = {}
     for item in items:
-        together = next((f for f in TOGETHER if f in item.nodeid), None)
+        together = _together(item.nodeid)
         groups.setdefault(together or item.nodeid, []).append(item)
     heavy = sorted((g for g in groups.values() if sum(map(_cost, g)) >= 1.0),
                    key=lambda g: (-sum(map(_cost, g)), g[0].nodeid))
@@ -120,11 +132,23 @@ def private_mariadb() -> Iterator[MariaDBServer]:
         yield server
 
 
+# The tests' data is tiny and the machine has 2 cores shared by 2 workers: fewer tasks per job, no
+# whole-stage code generation (compiling it costs more than it saves on a few rows) and C1-only JIT
+# cut the JVM's CPU by about a fifth (BENCHMARKS.md, test suite). Results do not depend on them.
+TEST_SPARK_CONF = {
+    "spark.sql.shuffle.partitions": "1",
+    "spark.default.parallelism": "2",
+    "spark.databricks.delta.snapshotPartitions": "1",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC",
+}
+
+
 @pytest.fixture(scope="session")
 def spark():  # type: ignore[no-untyped-def]
     """One local Spark session (Delta, cached jars) for the whole test session."""
     from cdclake.spark import build_spark
 
-    session = build_spark("cdclake-tests")
+    session = build_spark("cdclake-tests", conf=TEST_SPARK_CONF)
     yield session
     session.stop()
