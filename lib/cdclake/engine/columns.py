@@ -31,7 +31,7 @@ from cdclake.engine.history import HistoryEntry
 from cdclake.engine.lake import quote
 from cdclake.errors import ConfigError
 from cdclake.schema import RowKey, TableSchema
-from cdclake.spi import KIND_CHANGE, KIND_ERROR, KIND_PIECE, KIND_UNDO, UNAVAILABLE_KEY, Ddl, TypeMapper
+from cdclake.spi import KIND_CHANGE, KIND_ERROR, KIND_PIECE, KIND_UNDO, UNAVAILABLE_KEY, UNLOGGED, Ddl, TypeMapper
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -127,10 +127,10 @@ class ColumnPolicy:
 
     def lake_schema(self, schema: TableSchema) -> TableSchema:
         """``schema`` as the lake holds it: the columns left out are gone, and so are the columns the
-        source's log never carries (Oracle virtual columns: LogMiner logs no value of theirs, so no
-        change would keep them exact; compute them downstream)."""
+        source's log never carries (:data:`~cdclake.spi.UNLOGGED`: no change would keep them exact;
+        compute them downstream)."""
         rules = self.rules(schema.qualified_name)
-        kept = [c for c in schema.columns if not c.attrs.get("virtual") and (rules is None or rules.landed(c.name))]
+        kept = [c for c in schema.columns if not c.attrs.get(UNLOGGED) and (rules is None or rules.landed(c.name))]
         return schema if len(kept) == len(schema.columns) else schema.with_columns(kept)
 
     def check_table(self, schema: TableSchema, key: RowKey, warn_unknown: bool = True) -> None:

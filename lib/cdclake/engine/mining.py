@@ -95,8 +95,9 @@ def window_open(window: WindowState | None) -> bool:
 # ---- the run ----------------------------------------------------------------------------------------
 
 
-def mine(ctx: PipelineContext, report: RunReport, max_events: int | None) -> None:
-    """One mining run under the pipeline lock: plan (or resume), mine, apply, check, checkpoint."""
+def mine(ctx: PipelineContext, report: RunReport, max_events: int | None) -> dict[str, TableState]:
+    """One mining run under the pipeline lock: plan (or resume), mine, apply, check, checkpoint.
+    Every table's state afterwards."""
     ctx.source.preflight()
     quality = QualityChecks(ctx)
     quality.check_config()
@@ -129,6 +130,7 @@ def mine(ctx: PipelineContext, report: RunReport, max_events: int | None) -> Non
     crash_point("applied")
     ctx.control.complete_window(window, end.to_dict(), end.ordinal, new_states, report.run_id)
     report.phase("checkpoint")
+    return {**all_states, **new_states}
 
 
 def stop_on_parked(states: dict[str, TableState]) -> None:

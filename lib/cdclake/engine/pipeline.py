@@ -104,9 +104,9 @@ class Pipeline:
     def mine(self, max_events: int | None = None) -> RunReport:
         """One bounded mining window (the stored position to the log end now, or ``max_events``), applied."""
         with self.ctx.runs.run("mine") as report:
-            mine(self.ctx, report, max_events or self.config.mining.max_events)
-        reread_marked(self.ctx)  # rows a schema change did to what the log does not say: read again
-        stop_on_parked(self.ctx.control.table_states())
+            states = mine(self.ctx, report, max_events or self.config.mining.max_events)
+        reread_marked(self.ctx, states)  # rows a schema change did to what the log does not say: read again
+        stop_on_parked(states)
         return report
 
     def backfill(self, table: str | None, where: str | None = None, mode: str = "resnapshot",

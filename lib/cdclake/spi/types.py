@@ -6,6 +6,10 @@ import abc
 
 from cdclake.schema import Column
 
+# A column attribute: the source's log never carries this column's values (e.g. a virtual column
+# whose value the database computes on read), so no change could keep it exact: it does not land.
+UNLOGGED = "unlogged"
+
 
 class TypeMapper(abc.ABC):
     """How values of one source's columns reach Delta.

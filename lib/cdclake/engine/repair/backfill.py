@@ -9,6 +9,7 @@ cdclake.errors.UsageError: --where only applies to --mode resnapshot, not rebuil
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import TYPE_CHECKING
 
@@ -23,9 +24,11 @@ from cdclake.progress import step as progress_step
 
 if TYPE_CHECKING:
     from cdclake.engine.context import PipelineContext
+    from cdclake.engine.control import TableState
     from cdclake.engine.runs import RunReport
 
 MODES = ("resnapshot", "rebuild", "remine")
+log = logging.getLogger(__name__)
 
 
 def run_backfill(ctx: PipelineContext, table: str | None, where: str | None = None, mode: str = "resnapshot",
@@ -57,14 +60,19 @@ def run_backfill(ctx: PipelineContext, table: str | None, where: str | None = No
     return report
 
 
-def reread_marked(ctx: PipelineContext) -> list[str]:
-    """Re-read the tables a schema change marked (:data:`~cdclake.engine.history.REREAD`): each a
-    backfill of the whole table, resumed if a kill stopped one. The tables re-read, in order."""
+def reread_marked(ctx: PipelineContext, states: dict[str, TableState]) -> list[str]:
+    """Re-read the tables a schema change marked (:data:`~cdclake.engine.history.REREAD`) among
+    ``states``: each a backfill of the whole table, resumed if a kill stopped one. One that cannot run
+    now (a DDL after the mark is not mined yet) waits for the next mining run. The tables re-read."""
     done = []
-    for table, state in sorted(ctx.control.table_states().items()):
+    for table, state in sorted(states.items()):
         if state.status == TABLE_STREAMING and "reread_seq" in state.detail:
             progress_step(f"re-read {table}: {state.detail.get('reread_reason')}")
-            run_backfill(ctx, table)
+            try:
+                run_backfill(ctx, table)
+            except CdcError as exc:
+                log.warning("the re-read of %s waits for the next mining run: %s", table, exc.problem)
+                continue
             done.append(table)
     return done
 

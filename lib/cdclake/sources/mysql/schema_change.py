@@ -95,8 +95,7 @@ def existing_rows(old: TableSchema, new: TableSchema, column_renames: dict[str, 
         if why:
             reasons.append(why)
         columns.append(col)
-    schema = new.with_columns(columns) if columns != new.columns or any(
-        "fill" in c.attrs for c in columns) else new
+    schema = new if columns == new.columns else new.with_columns(columns)
     return schema, "; ".join(reasons) or None
 
 

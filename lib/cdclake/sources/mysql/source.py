@@ -545,7 +545,7 @@ class _BinlogWindow:
                 changes[table] = None
             else:
                 old = before.get(outcome.renamed_from.get(table, table))
-                if old is not None:
+                if old is not None and not sql.lstrip().upper().startswith("CREATE"):  # a new table is empty
                     schema, why = existing_rows(old, schema, outcome.column_renames.get(table, {}),
                                                 self._evaluate(session))
                     if why:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from cdclake.errors import DdlParseError
 from cdclake.schema import Column, TableSchema, UniqueKey
 from cdclake.sources.oracle.types import column_from_oracle
-from cdclake.spi import DdlOutcome
+from cdclake.spi import UNLOGGED, DdlOutcome
 from cdclake.sqltokens import SqlDialect, SqlParseError, Token, TokenCursor, tokenize
 
 __all__ = ["ORACLE_DIALECT", "DdlOutcome", "apply_ddl"]
@@ -107,7 +107,8 @@ class _ColumnDef:
             except ValueError as exc:
                 raise SqlParseError(str(exc)) from exc
         nullable = self.nullable if self.nullable is not None else not (self.primary_key or self.identity)
-        attrs = {**col.attrs, "virtual": True} if self.virtual else col.attrs
+        # LogMiner logs no value of a virtual column: it does not land (UNLOGGED)
+        attrs = {**col.attrs, "virtual": True, UNLOGGED: True} if self.virtual else col.attrs
         return replace(col, nullable=nullable, default=self.default, attrs=attrs)
 
 
