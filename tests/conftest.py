@@ -132,15 +132,15 @@ def private_mariadb() -> Iterator[MariaDBServer]:
         yield server
 
 
-# The tests' data is tiny and the machine has 2 cores shared by 2 workers: fewer tasks per job, no
-# whole-stage code generation (compiling it costs more than it saves on a few rows) and C1-only JIT
-# cut the JVM's CPU by about a fifth (BENCHMARKS.md, test suite). Results do not depend on them.
+# The tests' data is tiny and the machine has 2 cores shared by 2 workers: fewer tasks per job and no
+# whole-stage code generation (compiling it costs more than it saves on a few rows) cut the JVM's CPU
+# by about a fifth (BENCHMARKS.md, test suite). Results do not depend on them. (C1-only JIT helps one
+# short test but slows a whole session: the C2 JIT pays for itself.)
 TEST_SPARK_CONF = {
     "spark.sql.shuffle.partitions": "1",
     "spark.default.parallelism": "2",
     "spark.databricks.delta.snapshotPartitions": "1",
     "spark.sql.codegen.wholeStage": "false",
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC",
 }
 
 
