@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from cdclake.cli import cli
-from cdclake.errors import DdlParseError, PositionLostError
+from cdclake.errors import PositionLostError, TablesParkedError
 from click.testing import CliRunner
 
 from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline
@@ -43,26 +43,31 @@ def test_purged_binlog_is_reported_with_range_and_remedy(spark, private_mariadb,
     assert windows == {"planned", "cancelled"}  # the failed run's window, given up by the re-snapshot
 
 
-def test_unparsable_ddl_stops_with_statement_and_position(spark, mariadb, fresh_database, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_unappliable_ddl_parks_its_table_or_is_skipped_by_config(spark, mariadb, fresh_database, tmp_path) -> None:  # type: ignore[no-untyped-def]
     db = fresh_database
     mariadb.execute(f"CREATE TABLE `{db}`.p (id INT PRIMARY KEY, v INT) PARTITION BY HASH(id) PARTITIONS 2")
+    mariadb.execute(f"CREATE TABLE `{db}`.q (id INT PRIMARY KEY, v INT)")
     pipeline = make_pipeline(spark, mariadb, db, tmp_path / "lake", "ddl")
     pipeline.snapshot()
     mariadb.execute(f"INSERT INTO `{db}`.p VALUES (1, 1), (2, 2)")
     mariadb.execute(f"ALTER TABLE `{db}`.p TRUNCATE PARTITION p0")
-    with pytest.raises(DdlParseError) as err:
+    mariadb.execute(f"INSERT INTO `{db}`.q VALUES (1, 1)")
+    with pytest.raises(TablesParkedError) as err:
         pipeline.mine()
-    assert "TRUNCATE PARTITION p0" in err.value.statement
-    assert err.value.position.startswith("mysql-bin.")
-    assert "mining.skip_unparsable_ddl: true" in (err.value.fix or "")  # the key the pipeline file has
+    assert "TRUNCATE PARTITION" in err.value.problem and f"{db}.p is parked since mysql-bin." in err.value.problem
+    assert f"cdclake backfill --config <file> --table {db}.p" in (err.value.fix or "")
+    assert pipeline.control.table_states()[f"{db}.q"].status == "streaming"
+    assert_lake_equals_source(spark, mariadb, pipeline, [f"{db}.q"])  # the other table was mined
 
     # configured to skip: the run goes on and the statement is recorded in the schema history
     extra = "mining:\n  skip_unparsable_ddl: true\n"
-    skipping = make_pipeline(spark, mariadb, db, tmp_path / "lake", "ddl", extra=extra)
-    report = skipping.mine()
-    assert report.resumed
+    skipping = make_pipeline(spark, mariadb, db, tmp_path / "lake2", "ddl2", extra=extra)
+    skipping.snapshot()
+    mariadb.execute(f"ALTER TABLE `{db}`.p TRUNCATE PARTITION p1")
+    skipping.mine()
     skipped = [e for e in skipping.control.history() if e.kind == "skipped"]
     assert skipped and "TRUNCATE PARTITION" in skipped[0].ddl
+    assert skipping.control.table_states()[f"{db}.p"].status == "streaming"
 
 
 @pytest.mark.parametrize(
