@@ -32,6 +32,14 @@ MAX_STEPS_PER_WINDOW = 1000  # idempotency version = window * 1000 + step
 log = logging.getLogger(__name__)
 
 
+def _refusals() -> tuple[type[Exception], ...]:
+    """The errors by which Delta refuses a change (pyspark loads only once one happens)."""
+    from pyspark.errors import AnalysisException, IllegalArgumentException, UnsupportedOperationException
+
+    return (AnalysisException, IllegalArgumentException, UnsupportedOperationException)
+
+
+
 class SchemaChangeRefused(Exception):
     """A schema change the target table could not take (the table is parked at ``position``)."""
 
@@ -226,11 +234,10 @@ class WindowApplier:
                 moved_to = (renamed_to or {}).get(entry.seq) if entry.schema is None else None
                 try:
                     self.apply_ddl(path, entry, seq, moved_to)
-                except CdcError:
-                    raise
-                except Exception as exc:
-                    # Delta refused the change (e.g. a type change it cannot make on this table): the
-                    # table stops here, with Delta's words, rather than the whole pipeline.
+                except _refusals() as exc:
+                    # Delta refused the change (e.g. a column name it cannot store in this mode): the table
+                    # stops here, with Delta's words, rather than the whole pipeline. Other errors (I/O,
+                    # a lost executor) fail the run, which a retry finishes.
                     first = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else type(exc).__name__
                     raise SchemaChangeRefused(entry.position, f"Delta refused the change {entry.ddl[:300]!r}: "
                                                               f"{first}") from exc
