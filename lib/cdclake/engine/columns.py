@@ -31,7 +31,7 @@ from cdclake.engine.history import HistoryEntry
 from cdclake.engine.lake import quote
 from cdclake.errors import ConfigError
 from cdclake.schema import RowKey, TableSchema
-from cdclake.spi import KIND_CHANGE, KIND_ERROR, KIND_PIECE, KIND_UNDO, UNAVAILABLE_KEY, UNLOGGED, Ddl, TypeMapper
+from cdclake.spi import FILL, KIND_CHANGE, KIND_ERROR, KIND_PIECE, KIND_UNDO, UNAVAILABLE_KEY, UNLOGGED, Ddl, TypeMapper
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -283,14 +283,19 @@ class ColumnPolicy:
             columns = []
             for c in schema.columns:
                 rule = rules.mask(c.name)
-                if not rules.landed(c.name) and c.default is not None:
-                    c = replace(c, default=None)
-                elif rule is not None and c.default is not None and not c.attrs.get(MASKED_DEFAULT):
-                    literal = _STRING_LITERAL.fullmatch(c.default.strip())
+                if not rules.landed(c.name):
+                    # the value existing rows got (a source's "fill") is a value like the default
+                    c = replace(c, default=None, attrs={k: v for k, v in c.attrs.items() if k != FILL})
+                elif rule is not None and not c.attrs.get(MASKED_DEFAULT):
+                    attrs, default = dict(c.attrs), c.default
+                    if attrs.get(FILL) is not None:
+                        attrs[FILL] = mask_value(rule, self.salt, str(attrs[FILL]))
+                    literal = _STRING_LITERAL.fullmatch((c.default or "").strip())
                     if literal:  # a text literal (other defaults are expressions, NULL or numbers)
                         text = literal.group(0)[1:-1].replace("''", "'").replace("\\'", "'")
-                        masked = mask_value(rule, self.salt, text).replace("'", "''")
-                        c = replace(c, default=f"'{masked}'", attrs={**c.attrs, MASKED_DEFAULT: True})
+                        default = "'" + mask_value(rule, self.salt, text).replace("'", "''") + "'"
+                    if attrs != c.attrs or default != c.default:
+                        c = replace(c, default=default, attrs={**attrs, MASKED_DEFAULT: True})
                 columns.append(c)
             schema = replace(schema, columns=columns)
         return replace(entry, ddl=_STRING_LITERAL.sub("'…'", entry.ddl), schema=schema)

@@ -45,11 +45,12 @@ from cdclake.spi.source import (
     WindowRequest,
     WindowSink,
 )
-from cdclake.spi.types import UNLOGGED, TypeMapper
+from cdclake.spi.types import FILL, UNLOGGED, TypeMapper
 
 __all__ = [
     "KIND_CHANGE", "KIND_COMMIT", "KIND_ERROR", "KIND_PIECE", "KIND_ROLLBACK", "KIND_UNDO", "LOG_ROWS_COLUMNS",
-    "LOG_ROWS_DDL", "UNAVAILABLE_KEY", "UNLOGGED", "Begin", "Commit", "Ddl", "DdlOutcome", "FrameSource", "LogRecord",
+    "FILL", "LOG_ROWS_DDL", "UNAVAILABLE_KEY", "UNLOGGED", "Begin", "Commit", "Ddl", "DdlOutcome", "FrameSource",
+    "LogRecord",
     "MinedWindow", "Position", "RecordSource", "Rollback", "RowChange", "SnapshotStart", "Source",
     "SourceConfigBase", "SourceContext", "SourcePlugin", "StrictModel", "TypeMapper", "WindowEnd", "WindowRequest",
     "WindowSink", "create_source", "plugin_for", "plugins", "source_types",

@@ -9,6 +9,9 @@ from cdclake.schema import Column
 # A column attribute: the source's log never carries this column's values (e.g. a virtual column
 # whose value the database computes on read), so no change could keep it exact: it does not land.
 UNLOGGED = "unlogged"
+# A column attribute: the canonical value the rows existing before an added column got (the source
+# knows it exactly; the engine gives it to them, masked like any value of the column).
+FILL = "fill"
 
 
 class TypeMapper(abc.ABC):

@@ -30,6 +30,7 @@ from typing import Any
 
 from cdclake.schema import Column, TableSchema
 from cdclake.sources.mysql.types import MySqlTypeMapper
+from cdclake.spi import FILL
 
 _INTS = ("tinyint", "smallint", "mediumint", "int", "bigint")
 _TEXTS = ("char", "varchar", "tinytext", "text", "mediumtext", "longtext")
@@ -108,7 +109,7 @@ def _added(col: Column, evaluate: Callable[[str, Column], Any]) -> tuple[Column,
         value = evaluate(col.default, col)
     except NotEvaluable as exc:
         return col, f"added column {col.name} DEFAULT {col.default}: {exc}"
-    return replace(col, attrs={**col.attrs, "fill": value}), None
+    return replace(col, attrs={**col.attrs, FILL: value}), None
 
 
 def _changed(prior: Column, col: Column) -> str | None:

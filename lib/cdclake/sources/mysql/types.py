@@ -27,7 +27,7 @@ import re
 from typing import Any
 
 from cdclake.schema import Column
-from cdclake.spi.types import TypeMapper
+from cdclake.spi.types import FILL, TypeMapper
 
 # ---- type families -----------------------------------------------------------------------------
 
@@ -443,8 +443,8 @@ class MySqlTypeMapper(TypeMapper):
         ``CURRENT_TIMESTAMP`` defaults take the apply time (the ALTER's own instant is not logged).
         """
         base = column.attrs.get("base") or self._base(column)
-        if "fill" in column.attrs:  # the canonical value the server gave them (.schema_change)
-            fill = column.attrs["fill"]
+        if FILL in column.attrs:  # the canonical value the server gave them (.schema_change)
+            fill = column.attrs[FILL]
             if fill is None:
                 return None
             canonical = f"'{_sql_quote(str(fill))}'"
