@@ -111,8 +111,7 @@ def states_after(states: dict[str, TableState], ddl: list[HistoryEntry], end: Po
         detail = {k: v for k, v in (old.detail if old else {}).items() if k not in ("parked_at", "parked_reason",
                                                                                       "remedy")}
         if e.kind == PARKED:
-            out[e.table] = TableState(e.table, TABLE_PARKED, old.position if old else end.to_dict(),
-                                      old.ordinal if old else end.ordinal, window_id, None,
+            out[e.table] = TableState(e.table, TABLE_PARKED, end.to_dict(), end.ordinal, window_id, None,
                                       {**detail, **as_of, **parked_detail(e.table, e.position, e.reason or "")})
             continue
         if e.kind == REREAD:  # streams on; the rows before the change are read again after the run

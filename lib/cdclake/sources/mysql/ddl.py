@@ -858,10 +858,6 @@ def tables_named(statement: str, default_database: str | None, schemas: dict[str
             if key not in found:
                 found.append(key)
 
-    def names(separator: str = ",") -> None:
-        take()
-        while cur.accept_punct(separator) or (separator != "," and cur.accept(separator)):
-            take()
 
     try:
         verb = cur.next().up if not cur.at_end() else ""
@@ -884,7 +880,9 @@ def tables_named(statement: str, default_database: str | None, schemas: dict[str
                     break
         elif cur.accept("TABLE") or verb == "TRUNCATE":
             cur.accept("IF", "NOT", "EXISTS") or cur.accept("IF", "EXISTS")
-            names() if verb == "DROP" else take()
+            take()
+            while verb == "DROP" and cur.accept_punct(","):
+                take()
             if verb == "ALTER":  # ... RENAME [TO|AS] new, anywhere among the clauses
                 rest = [t.up for t in toks[cur.i:]]
                 for k, word in enumerate(rest):
