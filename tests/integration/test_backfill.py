@@ -93,7 +93,8 @@ def test_mining_between_read_and_apply_is_never_overwritten_and_a_killed_backfil
 
 
 def test_backfill_refuses_a_table_that_is_not_captured(spark, mariadb, fresh_database, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    pipeline = _setup(spark, mariadb, fresh_database, tmp_path)
+    # refused before anything is read or written: no snapshot needed
+    pipeline = make_pipeline(spark, mariadb, fresh_database, tmp_path / "lake", name="bf")
     with pytest.raises(CdcError, match="is not captured by pipeline bf"):
         pipeline.backfill("other_db.acct")
 

@@ -3,61 +3,21 @@ compatible mode, and reads there exactly as in Spark; the spark mode still makes
 
 from __future__ import annotations
 
-import datetime as dt
-import os
-from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import pytest
 from cdclake.engine.control import ControlTables
 from cdclake.engine.faults import CRASH_ENV, CRASH_MODE_ENV, SimulatedKill
-from cdclake.engine.lake import COMPATIBLE_READER_FEATURES, LakeLayout
+from cdclake.engine.lake import LakeLayout
 from cdclake.engine.target import TargetTables
 from cdclake.errors import CdcError
 from cdclake.schema import Column, TableSchema
 from cdclake.sources.mysql.types import MySqlTypeMapper
 
+from tests.integration.delta_rs_helpers import assert_delta_rs_reads_as_spark, delta_tables
 from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline
 
 deltalake = pytest.importorskip("deltalake")
-
-
-def _delta_tables(root: Path) -> list[Path]:
-    """Every Delta table under ``root`` (a directory holding a ``_delta_log``)."""
-    return sorted(Path(d) for d, dirs, _ in os.walk(root) if "_delta_log" in dirs)
-
-
-def _norm(value: Any) -> Any:
-    if isinstance(value, dt.datetime):  # Spark: session time zone (UTC); delta-rs: UTC
-        return (value.astimezone(dt.timezone.utc).replace(tzinfo=None) if value.tzinfo else value).isoformat()
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, dict):
-        return tuple(sorted((k, _norm(v)) for k, v in value.items()))
-    if isinstance(value, list | tuple):
-        items = [_norm(v) for v in value]
-        if all(isinstance(v, tuple) and len(v) == 2 for v in items):  # a map as a list of pairs
-            return tuple(sorted(items, key=repr))
-        return tuple(items)
-    return value
-
-
-def _rows(table: Any) -> list[tuple]:  # type: ignore[type-arg]
-    return sorted((tuple(_norm(v) for v in r.values()) for r in table.to_pylist()), key=repr)
-
-
-def assert_delta_rs_reads_as_spark(spark, path: Path) -> int:  # type: ignore[no-untyped-def]
-    """delta-rs opens ``path`` (no reader feature it lacks) and reads what Spark reads, row by row."""
-    table = deltalake.DeltaTable(str(path))
-    protocol = table.protocol()
-    unreadable = set(protocol.reader_features or []) - COMPATIBLE_READER_FEATURES
-    assert not unreadable and protocol.min_reader_version in (1, 3), f"{path}: {protocol}"
-    ours = table.to_pyarrow_table()
-    theirs = spark.read.format("delta").load(str(path)).toArrow()
-    assert ours.column_names == theirs.column_names, path
-    assert _rows(ours) == _rows(theirs), path
-    return ours.num_rows
 
 
 def _check_lake(spark, mariadb, pipeline, tables: list[str], expect: set[str] | None = None) -> None:  # type: ignore[no-untyped-def]
@@ -68,7 +28,7 @@ def _check_lake(spark, mariadb, pipeline, tables: list[str], expect: set[str] | 
     if expect is None:
         paths = [Path(p) for t in tables for p in (pipeline.layout.target(t), pipeline.layout.history(t))]
     else:
-        paths = _delta_tables(root)
+        paths = delta_tables(root)
         found = {str(p.relative_to(root)) for p in paths}
         assert expect <= found, expect - found
     for path in paths:
@@ -100,26 +60,18 @@ def test_compatible_lake_opens_in_delta_rs_after_every_kind_of_ddl(  # type: ign
     _check_lake(spark, mariadb, pipeline, [t, side], expect)
     path = pipeline.layout.target(t)
 
-    def window(*statements: str) -> None:
-        for sql in statements:
-            mariadb.execute(sql)
-        pipeline.mine()
-
-    window(f"INSERT INTO `{db}`.t VALUES (4, 'four', 40, '44', NOW(6), 'w')",
-           f"UPDATE `{db}`.t SET a = 'uno', b = b + 1 WHERE id = 1", f"DELETE FROM `{db}`.t WHERE id = 3")
-    _check_lake(spark, mariadb, pipeline, [t])
-    assert not _rewrites(spark, path)
-
-    # ADD COLUMN is metadata-only; DROP COLUMN rewrites (rows before, between and after the DDLs)
-    window(f"INSERT INTO `{db}`.t (id) VALUES (10)", f"ALTER TABLE `{db}`.t ADD COLUMN e INT NOT NULL DEFAULT 5",
-           f"INSERT INTO `{db}`.t (id, e) VALUES (11, 6)", f"ALTER TABLE `{db}`.t DROP COLUMN gone",
-           f"UPDATE `{db}`.t SET d = NOW(6), e = 7 WHERE id = 1")
-    _check_lake(spark, mariadb, pipeline, [t])
-    assert len(_rewrites(spark, path)) == 1
-
-    # RENAME COLUMN, the run killed between the rewrite's two commits, then run again: exact
-    for sql in (f"INSERT INTO `{db}`.t (id) VALUES (20)", f"ALTER TABLE `{db}`.t RENAME COLUMN a TO a2",
-                f"UPDATE `{db}`.t SET a2 = 'renamed' WHERE id = 2"):
+    # One window: DML, ADD COLUMN (metadata only), then DROP, RENAME COLUMN, int -> bigint (Delta type
+    # widening in the spark mode) and VARCHAR -> INT, which rewrite the table once each, with rows between
+    # them. The run is killed between the first rewrite's two commits, then run again: exact.
+    for sql in (f"INSERT INTO `{db}`.t VALUES (4, 'four', 40, '44', NOW(6), 'w')",
+                f"UPDATE `{db}`.t SET a = 'uno', b = b + 1 WHERE id = 1", f"DELETE FROM `{db}`.t WHERE id = 3",
+                f"INSERT INTO `{db}`.t (id) VALUES (10)", f"ALTER TABLE `{db}`.t ADD COLUMN e INT NOT NULL DEFAULT 5",
+                f"INSERT INTO `{db}`.t (id, e) VALUES (11, 6)", f"ALTER TABLE `{db}`.t DROP COLUMN gone",
+                f"UPDATE `{db}`.t SET d = NOW(6), e = 7 WHERE id = 1",
+                f"INSERT INTO `{db}`.t (id) VALUES (20)", f"ALTER TABLE `{db}`.t RENAME COLUMN a TO a2",
+                f"UPDATE `{db}`.t SET a2 = 'renamed' WHERE id = 2", f"ALTER TABLE `{db}`.t MODIFY b BIGINT",
+                f"UPDATE `{db}`.t SET b = 5000000000 WHERE id = 4", f"ALTER TABLE `{db}`.t MODIFY c INT",
+                f"UPDATE `{db}`.t SET c = c + 1 WHERE id = 1"):
         mariadb.execute(sql)
     monkeypatch.setenv(CRASH_MODE_ENV, "raise")
     monkeypatch.setenv(CRASH_ENV, "rewrite")
@@ -128,16 +80,11 @@ def test_compatible_lake_opens_in_delta_rs_after_every_kind_of_ddl(  # type: ign
     monkeypatch.delenv(CRASH_ENV)
     monkeypatch.delenv(CRASH_MODE_ENV)
     assert spark.read.format("delta").load(path).isEmpty()  # between the two commits
+    assert len(_rewrites(spark, path)) == 1
     assert pipeline.mine().resumed
     _check_lake(spark, mariadb, pipeline, [t])
-    assert len(_rewrites(spark, path)) == 2  # the killed rewrite was finished, not started again
-
-    # int -> bigint (Delta type widening in the spark mode) and VARCHAR -> INT: one rewrite each
-    window(f"ALTER TABLE `{db}`.t MODIFY b BIGINT", f"UPDATE `{db}`.t SET b = 5000000000 WHERE id = 4",
-           f"ALTER TABLE `{db}`.t MODIFY c INT", f"UPDATE `{db}`.t SET c = c + 1 WHERE id = 1")
-    _check_lake(spark, mariadb, pipeline, [t])
     rewrites = _rewrites(spark, path)
-    assert len(rewrites) == 4
+    assert len(rewrites) == 4  # no rewrite for DML or ADD COLUMN; the killed one finished, not started again
 
     # the change data feed of a rewrite: every row deleted (version N), then inserted in the new shape (N+1)
     import pyarrow as pa
@@ -153,8 +100,10 @@ def test_compatible_lake_opens_in_delta_rs_after_every_kind_of_ddl(  # type: ign
     assert deleted == inserted == sorted(r.id for r in spark.read.format("delta").load(path).collect())
 
     # RENAME TABLE and TRUNCATE; then maintenance (OPTIMIZE, VACUUM), which adds no feature either
-    window(f"RENAME TABLE `{db}`.side TO `{db}`.side2", f"INSERT INTO `{db}`.side2 VALUES (3, 'c')",
-           f"TRUNCATE TABLE `{db}`.side2", f"INSERT INTO `{db}`.side2 VALUES (9, 'after')")
+    for sql in (f"RENAME TABLE `{db}`.side TO `{db}`.side2", f"INSERT INTO `{db}`.side2 VALUES (3, 'c')",
+                f"TRUNCATE TABLE `{db}`.side2", f"INSERT INTO `{db}`.side2 VALUES (9, 'after')"):
+        mariadb.execute(sql)
+    pipeline.mine()
     pipeline.maintain()
     _check_lake(spark, mariadb, pipeline, [t, f"{db}.side2"], expect | {f"{db}__side2"})
 
@@ -202,7 +151,7 @@ def test_lake_mode_is_recorded_and_never_switched(spark, tmp_path) -> None:  # t
     spark_lake = LakeLayout(str(tmp_path), "sp")
     ControlTables(spark, spark_lake, "spark").ensure()
     assert ControlTables(spark, spark_lake, None).table_features() == "spark"
-    for path in _delta_tables(Path(spark_lake.control)):
+    for path in delta_tables(Path(spark_lake.control)):
         assert_delta_rs_reads_as_spark(spark, path)
     # a lake made before the option: a spark lake, kept so when the file does not say
     old = LakeLayout(str(tmp_path), "old")

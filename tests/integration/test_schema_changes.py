@@ -15,11 +15,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from cdclake.errors import TablesParkedError
 from cdclake.testing.compare import compare_table
 
+from tests.integration.delta_rs_helpers import assert_delta_rs_reads_as_spark, delta_tables
 from tests.integration.pipeline_helpers import make_pipeline
 
 BASE = ("CREATE TABLE {t} (id INT PRIMARY KEY, k INT NOT NULL DEFAULT 0, a INT, b VARCHAR(20), "
@@ -191,7 +193,8 @@ def mined(request, spark, mariadb, tmp_path_factory) -> Iterator[tuple[str, Outc
 _CHECKED: set[tuple[str, str]] = set()  # (lake, table) found equal already: the forms of a group share a table
 
 
-def _assert_equal(spark, pipeline, table: str) -> None:  # type: ignore[no-untyped-def]
+def _assert_equal(spark, pipeline, table: str, mode: str) -> None:  # type: ignore[no-untyped-def]
+    """``table`` equals the source, values and columns; in the compatible mode delta-rs reads it as Spark does."""
     if (pipeline.layout.root, table) in _CHECKED:
         return
     result = compare_table(spark, pipeline, table)
@@ -201,6 +204,8 @@ def _assert_equal(spark, pipeline, table: str) -> None:  # type: ignore[no-untyp
     lake_columns = [c for c in spark.read.format("delta").load(pipeline.layout.target(table)).columns
                     if not c.startswith("__")]
     assert lake_columns == source_columns, f"{table}: lake columns {lake_columns}, source {source_columns}"
+    if mode == "compatible":
+        assert_delta_rs_reads_as_spark(spark, Path(pipeline.layout.target(table)))
     _CHECKED.add((pipeline.layout.root, table))
 
 
@@ -210,7 +215,7 @@ def test_change_is_applied_exactly(spark, mined, group: str, form: str) -> None:
     states = out.pipeline.control.table_states()
     assert states[out.tables[group]].status == "streaming", states[out.tables[group]]
     for table in [out.tables[group], *out.extra[group]]:
-        _assert_equal(spark, out.pipeline, table)
+        _assert_equal(spark, out.pipeline, table, mode)
 
 
 def test_unappliable_change_parks_only_its_table(spark, mined) -> None:  # type: ignore[no-untyped-def]
@@ -221,9 +226,12 @@ def test_unappliable_change_parks_only_its_table(spark, mined) -> None:  # type:
     assert states[table].status == "parked" and "TRUNCATE PARTITION" in states[table].detail["parked_reason"]
     bystander = table.rsplit(".", 1)[0] + ".bystander"
     assert states[bystander].status == "streaming"
-    _assert_equal(spark, out.pipeline, bystander)  # mined on, both windows
+    _assert_equal(spark, out.pipeline, bystander, mode)  # mined on, both windows
     status = {t["source_table"]: t for t in out.pipeline.status()}
     assert status[table]["parked"]["remedy"].startswith(f"cdclake backfill --config <file> --table {table}")
     out.pipeline.backfill(table)
     assert out.pipeline.control.table_states()[table].status == "streaming"
-    _assert_equal(spark, out.pipeline, table)
+    _assert_equal(spark, out.pipeline, table, mode)
+    if mode == "compatible":  # the control tables and bronze too, after every kind of change
+        for path in delta_tables(Path(out.pipeline.layout.control)):
+            assert_delta_rs_reads_as_spark(spark, path)

@@ -6,8 +6,11 @@ pipeline holds the lock (:mod:`cdclake.engine.lock`), so a revision counter orde
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from decimal import Decimal
@@ -92,6 +95,32 @@ class ControlTables:
         self.layout = layout
         self.configured_features = table_features  # lake.table_features; None: the lake's own
         self._features: str | None = None
+        self._cache: dict[str, Any] | None = None  # reads kept within a locked run (run_cache)
+
+    @contextlib.contextmanager
+    def run_cache(self) -> Iterator[None]:
+        """Within the block the latest table states and the schema history are read from Delta once and
+        then kept until this object writes them again. Only for a run that holds the pipeline lock: no
+        other writer can change them meanwhile (each read is a Spark job; a window needs them often)."""
+        if self._cache is not None:  # a run inside a run keeps the outer one's reads
+            yield
+            return
+        self._cache = {}
+        try:
+            yield
+        finally:
+            self._cache = None
+
+    def _cached(self, key: str, read: Any) -> Any:
+        if self._cache is None:
+            return read()
+        if key not in self._cache:
+            self._cache[key] = read()
+        return copy.deepcopy(self._cache[key])  # callers may change what they get
+
+    def _forget(self, key: str) -> None:
+        if self._cache is not None:
+            self._cache.pop(key, None)
 
     def ensure(self) -> None:
         """Create the bronze log and the control tables if missing (idempotent); an existing lake's
@@ -145,6 +174,7 @@ class ControlTables:
         return time.time_ns()
 
     def _append_checkpoints(self, rows: list[dict[str, Any]]) -> None:
+        self._forget("states")
         rev = self._next_rev()
         now = utcnow()
         full = [{**r, "rev": rev, "updated_at": now} for r in rows]
@@ -267,6 +297,11 @@ class ControlTables:
 
     def table_states(self, before_rev: int | None = None) -> dict[str, TableState]:
         """Each table's latest state (as it stood before the commit ``before_rev``, if given)."""
+        if before_rev is None:
+            return dict(self._cached("states", lambda: self._read_states(None)))
+        return self._read_states(before_rev)
+
+    def _read_states(self, before_rev: int | None) -> dict[str, TableState]:
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
@@ -291,12 +326,12 @@ class ControlTables:
     # ---- schema history ------------------------------------------------------------------------
 
     def next_schema_version(self) -> int:
-        row = read_delta(self.spark, self.layout.schema_history).agg({"version": "max"}).collect()[0]
-        return int(row[0] or 0) + 1
+        return max((e.version for e in self.history()), default=0) + 1
 
     def append_history(self, entries: list[HistoryEntry], idempotency: tuple[str, int] | None = None) -> None:
         if not entries:
             return
+        self._forget("history")
         now = utcnow()
         rows = [
             {
@@ -314,6 +349,12 @@ class ControlTables:
         writer.save(self.layout.schema_history)
 
     def history(self, where: str | None = None) -> list[HistoryEntry]:
+        """The schema history in (seq, version) order; ``where``: only the entries that match it (SQL)."""
+        if where is None:
+            return list(self._cached("history", lambda: self._read_history(None)))
+        return self._read_history(where)
+
+    def _read_history(self, where: str | None) -> list[HistoryEntry]:
         df = read_delta(self.spark, self.layout.schema_history)
         if where:
             df = df.where(where)
@@ -331,7 +372,7 @@ class ControlTables:
 
     def history_through_window(self, window_id: int) -> list[HistoryEntry]:
         """Snapshot entries and the entries of windows up to and including ``window_id``."""
-        return self.history(f"window_id IS NULL OR window_id <= {int(window_id)}")
+        return [e for e in self.history() if e.window_id is None or e.window_id <= window_id]
 
     def latest_entries(self, through_window: int | None = None) -> dict[str, HistoryEntry]:
         """Each table's newest schema-history entry (of snapshots and windows up to ``through_window``)."""
@@ -339,7 +380,7 @@ class ControlTables:
         return latest_per_table(entries)
 
     def schema_version(self, version: int) -> HistoryEntry:
-        found = self.history(f"version = {int(version)}")
+        found = [e for e in self.history() if e.version == version]
         if not found:
             raise KeyError(f"schema history has no version {version}")
         return found[0]
