@@ -19,7 +19,7 @@ demo: setup
 test: setup
 	$(PY) -m ruff check lib jobs tests tests_live benchmarks airflow_dags
 	.venv/bin/lint-imports --no-logo
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=40 tests
 
 lint: setup
 	$(PY) -m ruff check lib jobs tests tests_live benchmarks airflow_dags

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 import pytest
 from cdclake.testing.mariadb import MariaDBServer, ensure_installed
 
+from tests.settings import TEST_SPARK_CONF
+
 _MARIADB_FIXTURES = {"mariadb", "fresh_database", "private_mariadb"}
 
 
@@ -40,11 +42,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # listed costs DEFAULT_COST by kind. They only steer the order: a wrong one costs time, never a result.
 DEFAULT_COST = {"integration": 20.0, "conformance": 90.0, "unit": 0.05}
 HEAVY_TESTS = {
-    "test_oracle_crash.py::test_killed_at_every_step": 470, "test_mining_crash.py::": 190,
+    "test_oracle_crash.py::test_killed_at_every_step": 470, "test_mining_crash.py::": 130,
     "test_oracle_crash.py::test_killed_at_random_writes": 170, "test_oracle_sim.py::test_interleaved_rac": 160,
     "test_rebuild.py::test_rebuild_from_snapshot": 150, "test_maintenance.py::": 145,
     "test_standalone_cluster.py::": 130, "test_airflow_dags.py::test_snapshot_and_mining_dags": 110,
-    "test_delta_readers.py::test_compatible_lake": 210, "test_row_keys.py::": 150,
+    "test_delta_readers.py::test_compatible_lake": 110, "test_row_keys.py::": 150,
     "test_status_lag.py::test_mariadb": 60, "test_status_lag.py::test_oracle": 40,
     "test_value_paths.py::test_oracle": 150, "test_column_rules.py::test_left_out": 150,
     "test_column_rules.py::test_oracle": 60, "equals_source[oracle]": 180,
@@ -52,7 +54,8 @@ HEAVY_TESTS = {
     "test_mining_equality.py::": 100, "test_oracle_sim.py::test_lob_writes": 90,
     "test_oracle_sim.py::test_connection_lost": 85, "test_oracle_sim.py::test_export_mode": 65,
     "test_oracle_checklist.py::": 35, "test_quality.py::test_gates": 55, "test_oracle_sim.py::test_abandoned": 55,
-    "test_reconcile.py::": 35, "test_backfill.py::": 40, "test_oracle_lobs_xml.py::": 25, "test_report.py::": 30,
+    "test_reconcile.py::": 35, "test_backfill.py::test_backfill_refuses": 2, "test_backfill.py::": 60,
+    "test_oracle_lobs_xml.py::": 25, "test_report.py::": 30,
     "test_inflight.py::": 12, "test_errors.py::test_bad_config": 0.5, "test_airflow_dags.py::": 2,
     "test_mariadb_preflight.py::": 0.3, "test_mysql_types_spark.py::": 0.3, "test_oracle_fast_path.py::": 1.5,
     "test_target_decoding.py::": 0.5, "test_oracle_types_spark.py::": 1,
@@ -130,18 +133,6 @@ def private_mariadb() -> Iterator[MariaDBServer]:
     ensure_installed()
     with MariaDBServer(max_binlog_size=64 * 1024) as server:
         yield server
-
-
-# The tests' data is tiny and the machine has 2 cores shared by 2 workers: fewer tasks per job and no
-# whole-stage code generation (compiling it costs more than it saves on a few rows) cut the JVM's CPU
-# by about a fifth (BENCHMARKS.md, test suite). Results do not depend on them. (C1-only JIT helps one
-# short test but slows a whole session: the C2 JIT pays for itself.)
-TEST_SPARK_CONF = {
-    "spark.sql.shuffle.partitions": "1",
-    "spark.default.parallelism": "2",
-    "spark.databricks.delta.snapshotPartitions": "1",
-    "spark.sql.codegen.wholeStage": "false",
-}
 
 
 @pytest.fixture(scope="session")

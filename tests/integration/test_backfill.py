@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from cdclake.engine.faults import SimulatedKill
 from cdclake.errors import CdcError
+from cdclake.testing.compare import compare_table
 
 from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline
 
@@ -41,6 +42,12 @@ def test_key_range_resnapshot_repairs_only_that_range(spark, mariadb, fresh_data
     db = fresh_database
     pipeline = _setup(spark, mariadb, db, tmp_path)
     _corrupt(spark, pipeline, db)
+    # the tests' row-by-row comparison sees exactly what was done to the lake
+    found = compare_table(spark, pipeline, f"{db}.acct")
+    assert (found.equal, found.lake_rows, found.source_rows) == (False, 297, 299)
+    assert sorted((r["id"], r["owner"]) for r in found.only_in_lake) == [
+        (110, "wrong"), (160, "wrong"), (175, "ghost"), (260, "wrong")]
+    assert sorted(r["id"] for r in found.only_in_source) == [105, 110, 150, 160, 250, 260]
 
     report = pipeline.backfill(f"{db}.acct", "id BETWEEN 100 AND 199")
 

@@ -48,11 +48,25 @@ def compare_table(spark: SparkSession, pipeline: Pipeline, table: str, limit: in
     if "__deleted" in lake.columns:
         lake = lake.where("NOT `__deleted`")
     names = ["`" + c.replace("`", "``") + "`" for c in schema.column_names]
-    lake, src = lake.select(*names), src.select(*names)
+    # One pass over both sides: each distinct row with how often each side has it (a multiset compare,
+    # null-safe like EXCEPT ALL); the source is read once.
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    tagged = lake.select(*names, F.lit(True).alias("__in_lake")).unionByName(
+        src.select(*names, F.lit(False).alias("__in_lake")))
+    grouped = tagged.groupBy(*names).agg(
+        F.count_if(F.col("__in_lake")).alias("__lake"), F.count_if(~F.col("__in_lake")).alias("__source"),
+    ).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        only_lake = lake.exceptAll(src).limit(limit).collect()
-        only_src = src.exceptAll(lake).limit(limit).collect()
-        counts = lake.count(), src.count()
+        totals = grouped.agg(F.sum("__lake"), F.sum("__source")).first()
+        differing = grouped.where("__lake <> __source").limit(2 * limit).collect()
     finally:
+        grouped.unpersist()
         source.end_snapshot_read()  # a table without a row key is held still while it is read
-    return Comparison(table, *counts, [r.asDict() for r in only_lake], [r.asDict() for r in only_src])
+    only_lake, only_src = [], []
+    for row in differing:
+        values = {k: v for k, v in row.asDict().items() if k not in ("__lake", "__source")}
+        extra = int(row["__lake"]) - int(row["__source"])
+        (only_lake if extra > 0 else only_src).extend([values] * min(abs(extra), limit))
+    return Comparison(table, int(totals[0] or 0), int(totals[1] or 0), only_lake[:limit], only_src[:limit])
