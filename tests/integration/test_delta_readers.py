@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import deltalake
 import pytest
 from cdclake.engine.control import ControlTables
 from cdclake.engine.faults import CRASH_ENV, CRASH_MODE_ENV, SimulatedKill
@@ -16,8 +17,6 @@ from cdclake.sources.mysql.types import MySqlTypeMapper
 
 from tests.integration.delta_rs_helpers import assert_delta_rs_reads_as_spark, delta_tables
 from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline
-
-deltalake = pytest.importorskip("deltalake")
 
 
 def _check_lake(spark, mariadb, pipeline, tables: list[str], expect: set[str] | None = None) -> None:  # type: ignore[no-untyped-def]

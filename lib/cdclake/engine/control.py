@@ -116,7 +116,7 @@ class ControlTables:
             return read()
         if key not in self._cache:
             self._cache[key] = read()
-        return copy.deepcopy(self._cache[key])  # callers may change what they get
+        return copy.deepcopy(self._cache[key])  # a copy: callers may change what they get
 
     def _forget(self, key: str) -> None:
         if self._cache is not None:
@@ -298,7 +298,7 @@ class ControlTables:
     def table_states(self, before_rev: int | None = None) -> dict[str, TableState]:
         """Each table's latest state (as it stood before the commit ``before_rev``, if given)."""
         if before_rev is None:
-            return dict(self._cached("states", lambda: self._read_states(None)))
+            return self._cached("states", lambda: self._read_states(None))
         return self._read_states(before_rev)
 
     def _read_states(self, before_rev: int | None) -> dict[str, TableState]:
@@ -351,7 +351,7 @@ class ControlTables:
     def history(self, where: str | None = None) -> list[HistoryEntry]:
         """The schema history in (seq, version) order; ``where``: only the entries that match it (SQL)."""
         if where is None:
-            return list(self._cached("history", lambda: self._read_history(None)))
+            return self._cached("history", lambda: self._read_history(None))
         return self._read_history(where)
 
     def _read_history(self, where: str | None) -> list[HistoryEntry]:

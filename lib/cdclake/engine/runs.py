@@ -63,8 +63,8 @@ class RunLog:
         (a ``BaseException``) records nothing: the run never ended."""
         report = RunReport(uuid.uuid4().hex[:12], command)
         self.control.ensure()
-        with self.lock(report) if locked else contextlib.nullcontext(), \
-                self.control.run_cache() if locked else contextlib.nullcontext():
+        with (self.lock(report) if locked else contextlib.nullcontext(),
+              self.control.run_cache() if locked else contextlib.nullcontext()):
             try:
                 yield report
             except Exception as exc:

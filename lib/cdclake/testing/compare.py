@@ -39,6 +39,9 @@ class Comparison:
 
 
 def compare_table(spark: SparkSession, pipeline: Pipeline, table: str, limit: int = 20) -> Comparison:
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
     source = pipeline.source
     schema = source.snapshot_start([table]).schemas[table]
     src = pipeline.ctx.read_source(schema)
@@ -50,9 +53,6 @@ def compare_table(spark: SparkSession, pipeline: Pipeline, table: str, limit: in
     names = ["`" + c.replace("`", "``") + "`" for c in schema.column_names]
     # One pass over both sides: each distinct row with how often each side has it (a multiset compare,
     # null-safe like EXCEPT ALL); the source is read once.
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
     tagged = lake.select(*names, F.lit(True).alias("__in_lake")).unionByName(
         src.select(*names, F.lit(False).alias("__in_lake")))
     grouped = tagged.groupBy(*names).agg(
