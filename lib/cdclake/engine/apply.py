@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
+from bisect import bisect_right
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from cdclake.engine.control import TABLE_DROPPED, TABLE_PARKED, TABLE_STREAMING, TableState, WindowState
@@ -17,7 +19,9 @@ from cdclake.engine.events import SEQ_SPAN
 from cdclake.engine.faults import crash_point
 from cdclake.engine.history import PARKED, REREAD, HistoryEntry, before_window, latest_per_table, window_ddl
 from cdclake.engine.lake import commit_tag, is_delta_table, sql_str
+from cdclake.engine.target import is_undecodable_error
 from cdclake.errors import CdcError
+from cdclake.spi import UNAVAILABLE_KEY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -86,6 +90,49 @@ def barriers(truncates: list[int], ddl: list[HistoryEntry], low: int) -> list[tu
     return out
 
 
+@dataclass
+class SegmentRows:
+    """A table's change rows of a window per stretch between its DDL entries (stretch ``i``: after ``i``
+    of ``ddl_seqs``), counted in the window's one pass over bronze, with whether an after image there
+    may list unavailable columns. A stretch may also hold rows at or below the table's position, or be
+    cut by a truncate: counts are an upper bound, so a zero is sure."""
+
+    ddl_seqs: list[int] = field(default_factory=list)
+    rows: dict[int, int] = field(default_factory=dict)
+    partial: dict[int, bool] = field(default_factory=dict)
+
+    def after(self, lo: int) -> tuple[int, bool]:
+        """``(rows, partial)`` of the segment that starts after sequence ``lo``.
+
+        >>> s = SegmentRows([20, 30], {0: 2, 2: 1}, {2: True})
+        >>> s.after(9), s.after(20), s.after(30)
+        ((2, False), (0, False), (1, True))
+        """
+        i = bisect_right(self.ddl_seqs, lo)
+        return self.rows.get(i, 0), self.partial.get(i, False)
+
+
+def stretch_expr(ddl: list[HistoryEntry]) -> str:
+    """SQL for a bronze row's stretch index (:class:`SegmentRows`): how many of its table's DDL entries
+    in the window come before it.
+
+    >>> e = HistoryEntry(3, "db.t", 20, "p", "ALTER", "ddl", None, None, {}, 1)
+    >>> stretch_expr([e])
+    "CASE source_table WHEN 'db.t' THEN CASE WHEN seq <= 20 THEN 0 ELSE 1 END ELSE 0 END"
+    """
+    seqs: dict[str, list[int]] = {}
+    for e in ddl:
+        seqs.setdefault(e.table, []).append(e.seq)
+    if not seqs:
+        return "0"
+    branches = []
+    for table, values in sorted(seqs.items()):
+        ordered = sorted(values)
+        inner = " ".join(f"WHEN seq <= {v} THEN {i}" for i, v in enumerate(ordered))
+        branches.append(f"WHEN '{sql_str(table)}' THEN CASE {inner} ELSE {len(ordered)} END")
+    return f"CASE source_table {' '.join(branches)} ELSE 0 END"
+
+
 def parked_detail(table: str, position: str, reason: str) -> dict[str, str]:
     """What ``status``, the run report and the run's error say of a parked table.
 
@@ -151,17 +198,29 @@ class WindowApplier:
         wid = window.window_id
         bronze = self.ctx.bronze.changes(wid).persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            truncates: dict[str, list[int]] = {}
-            counts: dict[str, int] = {}
-            per_table = bronze.groupBy("source_table").agg(
-                F.count(F.lit(1)).alias("n"), F.collect_list(F.when(F.col("op") == "t", F.col("seq"))).alias("t"))
-            for r in per_table.collect():
-                counts[r.source_table] = int(r.n)
-                if r.t:
-                    truncates[r.source_table] = sorted(int(seq) for seq in r.t)
             entries = self.ctx.control.history_through_window(wid)
             ddl = window_ddl(entries, wid)
             before = latest_per_table(before_window(entries, wid))
+            truncates: dict[str, list[int]] = {}
+            counts: dict[str, int] = {}
+            stretches: dict[str, SegmentRows] = {}
+            change = F.col("op").isin("c", "u", "d")
+            may_omit = getattr(self.ctx.targets.types, "images_may_omit_columns", False)
+            partial = (change & F.col("after").rlike(rf'"{UNAVAILABLE_KEY}"\s*:')) if may_omit else F.lit(False)
+            # one pass for every table: counts, truncates, and which stretches between DDL have changes
+            per_stretch = bronze.groupBy("source_table", F.expr(stretch_expr(ddl)).alias("stretch")).agg(
+                F.count(F.lit(1)).alias("n"), F.count_if(change).alias("changes"),
+                F.max(partial).alias("partial"),
+                F.collect_list(F.when(F.col("op") == "t", F.col("seq"))).alias("t"))
+            for r in per_stretch.collect():
+                table = r.source_table
+                counts[table] = counts.get(table, 0) + int(r.n)
+                if r.t:
+                    truncates.setdefault(table, []).extend(int(seq) for seq in r.t)
+                rows = stretches.setdefault(table, SegmentRows(sorted(e.seq for e in ddl if e.table == table)))
+                rows.rows[int(r.stretch)] = int(r.changes)
+                rows.partial[int(r.stretch)] = bool(r.partial)
+            truncates = {t: sorted(seqs) for t, seqs in truncates.items()}
             parked: dict[str, tuple[str, str]] = {}
             for table in apply_order(set(counts) | {e.table for e in ddl}, ddl):
                 renamed_to = {e.seq: e for e in ddl if e.renamed_from == table}
@@ -169,7 +228,8 @@ class WindowApplier:
                     with commit_tag(self.spark, window=wid):  # what a rebuild looks for in the target's history
                         self.apply_table(window, table, bronze, truncates.get(table, []),
                                          [e for e in ddl if e.table == table], before.get(table),
-                                         states.get(table), report.resumed, renamed_to)
+                                         states.get(table), report.resumed, renamed_to,
+                                         stretches=stretches.get(table, SegmentRows()))
                 except SchemaChangeRefused as exc:  # only this table stops; the others are applied
                     log.error("window %s: %s is parked: %s", wid, table, exc.reason)
                     parked[table] = (exc.position, exc.reason)
@@ -192,12 +252,14 @@ class WindowApplier:
         renamed_to: dict[int, HistoryEntry] | None = None,
         path: str | None = None,
         app_id: str | None = None,
+        stretches: SegmentRows | None = None,
     ) -> None:
         """Apply ``table``'s changes of ``window`` from ``bronze``, segment by segment between barriers.
 
         ``start_entry``: the table's schema entry at the window's start; ``renamed_to``: the new name's
         entry of each rename of ``table`` in this window, by seq; ``path``/``app_id``: another table to
-        apply to (a rebuild's staging copy) and its commit ids.
+        apply to (a rebuild's staging copy) and its commit ids; ``stretches``: what a pass over bronze
+        found of the table's rows (unknown: each segment is counted before its MERGE).
         """
         wid = window.window_id
         path = path or self.ctx.layout.target(table)
@@ -216,7 +278,8 @@ class WindowApplier:
             segment = rows.where(f"seq > {lo}" + (f" AND seq < {seq}" if seq is not None else ""))
             step += 1
             if schema is not None:
-                self._merge_segment(table, path, segment, schema, app_id, wid * MAX_STEPS_PER_WINDOW + step)
+                self._merge_segment(table, path, segment, schema, app_id, wid * MAX_STEPS_PER_WINDOW + step,
+                                    None if stretches is None else stretches.after(lo))
             if kind == "end":
                 break
             step += 1
@@ -248,27 +311,43 @@ class WindowApplier:
             lo = seq
 
     def _merge_segment(self, table: str, path: str, segment: DataFrame, schema: TableSchema, app_id: str,
-                       version: int) -> None:
+                       version: int, known: tuple[int, bool] | None) -> None:
+        """MERGE one segment; ``known``: its (upper-bound) row count and whether an image may be partial,
+        from the window's pass over bronze (then no job counts it first)."""
+        if known is not None and known[0] == 0:
+            return
         keys = self.ctx.key_columns(schema)
-        parsed = self.targets.parse_changes(segment, schema, keys)
+        parsed = self.targets.parse_changes(segment, schema, keys, measure=known is None,
+                                            partial=None if known is None else known[1])
         try:
-            if parsed.rows:
+            if parsed.rows == 0:
+                return
+            if parsed.undecodable:
                 self._reject_undecodable(table, parsed, schema, version)
-                if not is_delta_table(self.spark, path):
-                    self.targets.create(path, schema)
+            if not is_delta_table(self.spark, path):
+                self.targets.create(path, schema)
+            try:
                 self.targets.merge_changes(path, schema, keys, parsed, app_id, version)
-                crash_point("merge")
+            except Exception as exc:  # the MERGE's source met an image that does not decode: nothing committed
+                if not is_undecodable_error(exc):
+                    raise
+                self._reject_undecodable(table, parsed, schema, version)
+                raise
+            crash_point("merge")
         finally:
             parsed.release()
 
     def _reject_undecodable(self, table: str, parsed: ParsedChanges, schema: TableSchema, version: int) -> None:
         """Never merge what does not decode: record it as dead letters and stop the run."""
-        if not parsed.undecodable:
-            return
         ctx = self.ctx
-        bad = self.targets.undecodable(parsed, schema, ctx.key_columns(schema))
-        ctx.control.dead_letter_write(bad, ctx.app_id(table, "dead"), version)
-        first = bad.orderBy("seq").select("position").first()
+        bad = self.targets.undecodable(parsed, schema, ctx.key_columns(schema)).persist()
+        try:
+            first = bad.orderBy("seq").select("position").first()
+            if first is None:
+                return
+            ctx.control.dead_letter_write(bad, ctx.app_id(table, "dead"), version)
+        finally:
+            bad.unpersist()
         raise CdcError(
             f"changes of {table} at {first.position} do not decode with the schema history's schema "
             f"(version for that position); they are recorded in {ctx.layout.dead_letters}",

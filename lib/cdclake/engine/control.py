@@ -99,8 +99,8 @@ class ControlTables:
 
     @contextlib.contextmanager
     def run_cache(self) -> Iterator[None]:
-        """Within the block the latest table states and the schema history are read from Delta once and
-        then kept until this object writes them again. Only for a run that holds the pipeline lock: no
+        """Within the block the latest table states and window and the schema history are read from Delta once
+        and then kept until this object writes them again. Only for a run that holds the pipeline lock: no
         other writer can change them meanwhile (each read is a Spark job; a window needs them often)."""
         if self._cache is not None:  # a run inside a run keeps the outer one's reads
             yield
@@ -174,7 +174,7 @@ class ControlTables:
         return time.time_ns()
 
     def _append_checkpoints(self, rows: list[dict[str, Any]]) -> None:
-        self._forget("states")
+        self._forget("latest")
         rev = self._next_rev()
         now = utcnow()
         full = [{**r, "rev": rev, "updated_at": now} for r in rows]
@@ -182,16 +182,22 @@ class ControlTables:
         df.write.format("delta").mode("append").save(self.layout.checkpoints)
 
     def last_window(self) -> WindowState | None:
-        rows = (
-            read_delta(self.spark, self.layout.checkpoints)
-            .where("kind = 'window'")
-            .orderBy("rev", ascending=False)
-            .limit(1)
-            .collect()
-        )
-        if not rows:
-            return None
-        r = rows[0]
+        """The newest window row (planned, applied or cancelled), if any window was planned."""
+        return self._cached("latest", self._read_latest)[1]
+
+    def _read_latest(self) -> tuple[dict[str, TableState], WindowState | None]:
+        """Each table's latest state and the latest window, in one read of the checkpoints table."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        w = Window.partitionBy("kind", "table_name").orderBy(F.col("rev").desc())
+        rows = (read_delta(self.spark, self.layout.checkpoints).where("kind IN ('table', 'window')")
+                .withColumn("_rn", F.row_number().over(w)).where("_rn = 1").collect())
+        window = next((self._window_state(r) for r in rows if r.kind == "window"), None)
+        return {r.table_name: self._table_state(r) for r in rows if r.kind == "table"}, window
+
+    @staticmethod
+    def _window_state(r: Any) -> WindowState:
         return WindowState(
             window_id=int(r.window_id),
             status=r.status,
@@ -199,6 +205,18 @@ class ControlTables:
             end_limit=json.loads(r.end_limit),
             max_events=r.max_events,
             end=json.loads(r.position) if r.position else None,
+        )
+
+    @staticmethod
+    def _table_state(r: Any) -> TableState:
+        return TableState(
+            table=r.table_name,
+            status=r.status,
+            position=json.loads(r.position),
+            ordinal=int(r.position_ordinal),
+            window_id=r.window_id,
+            updated_at=r.updated_at,
+            detail=json.loads(r.detail or "{}"),
         )
 
     def plan_window(self, window_id: int, start: dict, end_limit: dict, max_events: int | None, run_id: str) -> None:
@@ -298,30 +316,14 @@ class ControlTables:
     def table_states(self, before_rev: int | None = None) -> dict[str, TableState]:
         """Each table's latest state (as it stood before the commit ``before_rev``, if given)."""
         if before_rev is None:
-            return self._cached("states", lambda: self._read_states(None))
-        return self._read_states(before_rev)
-
-    def _read_states(self, before_rev: int | None) -> dict[str, TableState]:
+            return self._cached("latest", self._read_latest)[0]
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-        df = read_delta(self.spark, self.layout.checkpoints).where("kind = 'table'")
-        if before_rev is not None:
-            df = df.where(f"rev < {int(before_rev)}")
+        df = read_delta(self.spark, self.layout.checkpoints).where(f"kind = 'table' AND rev < {int(before_rev)}")
         w = Window.partitionBy("table_name").orderBy(F.col("rev").desc())
         rows = df.withColumn("_rn", F.row_number().over(w)).where("_rn = 1").collect()
-        return {
-            r.table_name: TableState(
-                table=r.table_name,
-                status=r.status,
-                position=json.loads(r.position),
-                ordinal=int(r.position_ordinal),
-                window_id=r.window_id,
-                updated_at=r.updated_at,
-                detail=json.loads(r.detail or "{}"),
-            )
-            for r in rows
-        }
+        return {r.table_name: self._table_state(r) for r in rows}
 
     # ---- schema history ------------------------------------------------------------------------
 

@@ -115,7 +115,7 @@ def mine(ctx: PipelineContext, report: RunReport, max_events: int | None) -> dic
     start = ctx.position(window.start)
     report.start = start.describe()
 
-    marker = ctx.bronze.marker(window.window_id)
+    marker = ctx.bronze.marker(window.window_id) if report.resumed else None  # a window planned now is not mined
     if marker is None:
         ctx.source.check_available(start)
         parked = {t for t, s in all_states.items() if s.status == TABLE_PARKED}

@@ -77,18 +77,35 @@ def typed_select(types: TypeMapper, schema: TableSchema, struct: str | None = No
     return out
 
 
+UNDECODABLE_MARK = "cdclake: a change image does not decode"  # raised inside a MERGE; see parse_changes
+
+
 @dataclass
 class ParsedChanges:
-    """A change batch with its images decoded (``b``, ``a``), cached until :meth:`release`."""
+    """A change batch with its images decoded (``b``, ``a``).
+
+    ``frame`` stops any job that meets an undecodable image (``UNDECODABLE_MARK``), so nothing of it is
+    committed; ``decoded`` is the same rows unguarded (dead letters); ``partial``: some image may list
+    columns under __unavailable. ``rows``/``undecodable`` are counts when :meth:`TargetTables.parse_changes`
+    measured them, else None (not asked: no Spark job).
+    """
 
     frame: DataFrame
     table: str
-    rows: int
-    undecodable: int
-    partial: bool  # some image lists columns under __unavailable
+    rows: int | None
+    undecodable: int | None
+    partial: bool
+    decoded: DataFrame | None = None
+    cached: bool = False
 
     def release(self) -> None:
-        self.frame.unpersist()
+        if self.cached:
+            self.frame.unpersist()
+
+
+def is_undecodable_error(exc: BaseException) -> bool:
+    """Whether a failed Spark job stopped at an image the MERGE source refused (``UNDECODABLE_MARK``)."""
+    return UNDECODABLE_MARK in str(exc)
 
 
 RETYPE_PREFIX = "__cdclake_retype_"  # a column taking a type change's values (column mapping tables)
@@ -500,17 +517,28 @@ class TargetTables:
             f"op = 'd' OR (op = 'u' AND b IS NOT NULL AND ({moved}))").selectExpr(
             *[f"b.{quote(k)} AS {quote(k)}" for k in key_columns])
 
-    def parse_changes(self, events: DataFrame, schema: TableSchema, key_columns: list[str]) -> ParsedChanges:
-        """Decode a batch's images once (kept in memory/disk) with what the MERGE and the dead-letter
-        check both need: row count, undecodable count, and whether any image left columns out."""
+    def parse_changes(self, events: DataFrame, schema: TableSchema, key_columns: list[str],
+                      measure: bool = True, partial: bool | None = None) -> ParsedChanges:
+        """Decode a batch's images. ``measure``: count rows, undecodable rows and partial images first
+        (one Spark job; the decoded rows are kept in memory/disk for the MERGE). Without it no job runs
+        here: the caller knows the batch has rows (and, if the source's images may omit columns, whether
+        any does: ``partial``), and the MERGE's source fails on an undecodable image instead
+        (:func:`is_undecodable_error`), before anything commits."""
         from pyspark import StorageLevel
 
         schema = self.columns.lake_schema(schema)
-
-        frame = self._parsed(events, schema, key_columns).persist(StorageLevel.MEMORY_AND_DISK)
+        decoded = self._parsed(events, schema, key_columns)
+        if not measure:
+            omit = getattr(self.types, "images_may_omit_columns", False)
+            # every use of an image of a bad row fails (a filter could be ordered after others that drop it)
+            images = [f"CASE WHEN `__bad` THEN raise_error('{UNDECODABLE_MARK}') ELSE {i} END AS {i}" for i in "ba"]
+            guarded = decoded.selectExpr(*[quote(c) for c in decoded.columns if c not in ("a", "b")], *images)
+            return ParsedChanges(guarded, schema.qualified_name, None, None, bool(omit and partial), decoded)
+        frame = decoded.persist(StorageLevel.MEMORY_AND_DISK)
         stats = frame.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("__bad").cast("int")).alias("bad"),
                           F.max(F.col("__partial").cast("int")).alias("partial")).first()
-        return ParsedChanges(frame, schema.qualified_name, int(stats.n), int(stats.bad or 0), bool(stats.partial))
+        return ParsedChanges(frame, schema.qualified_name, int(stats.n), int(stats.bad or 0), bool(stats.partial),
+                             frame, cached=True)
 
     def _parsed(self, events: DataFrame, schema: TableSchema, key_columns: list[str]) -> DataFrame:
         """The images decoded (``b``, ``a``) with ``__bad`` (does not decode, or a null key) and
@@ -534,7 +562,8 @@ class TargetTables:
                     ) -> DataFrame:
         """Bronze rows whose images do not decode with ``schema`` (dead-letter rows, with a reason)."""
         schema = self.columns.lake_schema(schema)
-        frame = events.frame if isinstance(events, ParsedChanges) else self._parsed(events, schema, key_columns)
+        frame = (events.decoded or events.frame) if isinstance(events, ParsedChanges) else self._parsed(
+            events, schema, key_columns)
         return frame.where("__bad").selectExpr(
             "window_id", "source_table", "seq", "position", "op",
             f"'images do not decode with schema of {sql_str(schema.qualified_name)} (or key is null)' AS reason",
@@ -631,7 +660,7 @@ class TargetTables:
         only adds are inserted; for a row some change removed, every live copy is replaced by the
         copies left (:func:`_surviving_copies`). One MERGE, idempotent per (``app_id``, ``version``).
         """
-        if parsed.partial:
+        if parsed.partial and (parsed.rows is not None or not parsed.frame.where("__partial").isEmpty()):
             raise CdcError(
                 f"{schema.qualified_name} has no primary or NOT NULL unique key, and the log left columns out of "
                 "its row images (LOB or extended columns), so a changed row cannot be matched whole",
