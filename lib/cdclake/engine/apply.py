@@ -21,7 +21,6 @@ from cdclake.engine.history import PARKED, REREAD, HistoryEntry, before_window, 
 from cdclake.engine.lake import commit_tag, is_delta_table, sql_str
 from cdclake.engine.target import is_undecodable_error
 from cdclake.errors import CdcError
-from cdclake.spi import UNAVAILABLE_KEY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -112,22 +111,25 @@ class SegmentRows:
         return self.rows.get(i, 0), self.partial.get(i, False)
 
 
-def stretch_expr(ddl: list[HistoryEntry]) -> str:
-    """SQL for a bronze row's stretch index (:class:`SegmentRows`): how many of its table's DDL entries
-    in the window come before it.
-
-    >>> e = HistoryEntry(3, "db.t", 20, "p", "ALTER", "ddl", None, None, {}, 1)
-    >>> stretch_expr([e])
-    "CASE source_table WHEN 'db.t' THEN CASE WHEN seq <= 20 THEN 0 ELSE 1 END ELSE 0 END"
-    """
+def ddl_seqs_by_table(ddl: list[HistoryEntry]) -> dict[str, list[int]]:
+    """Each table's DDL sequences in ``ddl``, sorted."""
     seqs: dict[str, list[int]] = {}
     for e in ddl:
         seqs.setdefault(e.table, []).append(e.seq)
+    return {t: sorted(v) for t, v in seqs.items()}
+
+
+def stretch_expr(seqs: dict[str, list[int]]) -> str:
+    """SQL for a bronze row's stretch index (:class:`SegmentRows`): how many of its table's DDL entries
+    in the window (``seqs``: :func:`ddl_seqs_by_table`) come before it.
+
+    >>> stretch_expr({"db.t": [20]})
+    "CASE source_table WHEN 'db.t' THEN CASE WHEN seq <= 20 THEN 0 ELSE 1 END ELSE 0 END"
+    """
     if not seqs:
         return "0"
     branches = []
-    for table, values in sorted(seqs.items()):
-        ordered = sorted(values)
+    for table, ordered in sorted(seqs.items()):
         inner = " ".join(f"WHEN seq <= {v} THEN {i}" for i, v in enumerate(ordered))
         branches.append(f"WHEN '{sql_str(table)}' THEN CASE {inner} ELSE {len(ordered)} END")
     return f"CASE source_table {' '.join(branches)} ELSE 0 END"
@@ -205,10 +207,10 @@ class WindowApplier:
             counts: dict[str, int] = {}
             stretches: dict[str, SegmentRows] = {}
             change = F.col("op").isin("c", "u", "d")
-            may_omit = getattr(self.ctx.targets.types, "images_may_omit_columns", False)
-            partial = (change & F.col("after").rlike(rf'"{UNAVAILABLE_KEY}"\s*:')) if may_omit else F.lit(False)
+            partial = change & self.targets.may_be_partial(F.col("after"))
+            seqs = ddl_seqs_by_table(ddl)
             # one pass for every table: counts, truncates, and which stretches between DDL have changes
-            per_stretch = bronze.groupBy("source_table", F.expr(stretch_expr(ddl)).alias("stretch")).agg(
+            per_stretch = bronze.groupBy("source_table", F.expr(stretch_expr(seqs)).alias("stretch")).agg(
                 F.count(F.lit(1)).alias("n"), F.count_if(change).alias("changes"),
                 F.max(partial).alias("partial"),
                 F.collect_list(F.when(F.col("op") == "t", F.col("seq"))).alias("t"))
@@ -217,7 +219,7 @@ class WindowApplier:
                 counts[table] = counts.get(table, 0) + int(r.n)
                 if r.t:
                     truncates.setdefault(table, []).extend(int(seq) for seq in r.t)
-                rows = stretches.setdefault(table, SegmentRows(sorted(e.seq for e in ddl if e.table == table)))
+                rows = stretches.setdefault(table, SegmentRows(seqs.get(table, [])))
                 rows.rows[int(r.stretch)] = int(r.changes)
                 rows.partial[int(r.stretch)] = bool(r.partial)
             truncates = {t: sorted(seqs) for t, seqs in truncates.items()}

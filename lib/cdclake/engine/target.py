@@ -517,6 +517,18 @@ class TargetTables:
             f"op = 'd' OR (op = 'u' AND b IS NOT NULL AND ({moved}))").selectExpr(
             *[f"b.{quote(k)} AS {quote(k)}" for k in key_columns])
 
+    @property
+    def images_may_omit_columns(self) -> bool:
+        """Whether the source's change images may leave columns out (listed under __unavailable)."""
+        return bool(getattr(self.types, "images_may_omit_columns", False))
+
+    def may_be_partial(self, image_json: SparkColumn) -> SparkColumn:
+        """Whether a raw JSON image may list unavailable columns: never false when it does (a textual
+        test for the key, without decoding; a value cannot hold it unescaped)."""
+        if not self.images_may_omit_columns:
+            return F.lit(False)
+        return image_json.rlike(rf'"{UNAVAILABLE_KEY}"\s*:')
+
     def parse_changes(self, events: DataFrame, schema: TableSchema, key_columns: list[str],
                       measure: bool = True, partial: bool | None = None) -> ParsedChanges:
         """Decode a batch's images. ``measure``: count rows, undecodable rows and partial images first
@@ -529,11 +541,11 @@ class TargetTables:
         schema = self.columns.lake_schema(schema)
         decoded = self._parsed(events, schema, key_columns)
         if not measure:
-            omit = getattr(self.types, "images_may_omit_columns", False)
             # every use of an image of a bad row fails (a filter could be ordered after others that drop it)
             images = [f"CASE WHEN `__bad` THEN raise_error('{UNDECODABLE_MARK}') ELSE {i} END AS {i}" for i in "ba"]
             guarded = decoded.selectExpr(*[quote(c) for c in decoded.columns if c not in ("a", "b")], *images)
-            return ParsedChanges(guarded, schema.qualified_name, None, None, bool(omit and partial), decoded)
+            return ParsedChanges(guarded, schema.qualified_name, None, None,
+                                 bool(self.images_may_omit_columns and partial), decoded)
         frame = decoded.persist(StorageLevel.MEMORY_AND_DISK)
         stats = frame.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("__bad").cast("int")).alias("bad"),
                           F.max(F.col("__partial").cast("int")).alias("partial")).first()
@@ -544,7 +556,7 @@ class TargetTables:
         """The images decoded (``b``, ``a``) with ``__bad`` (does not decode, or a null key) and
         ``__partial`` (the after image lists unavailable columns)."""
         canon = _canonical_ddl(self.types, schema)
-        omit = getattr(self.types, "images_may_omit_columns", False)
+        omit = self.images_may_omit_columns
         canon_a = canon + (f", `{UNAVAILABLE_KEY}` ARRAY<STRING>" if omit else "")
         parsed = events.selectExpr(
             "window_id", "source_table", "op", "seq", "position", "txid", "commit_ts", "before", "after",
