@@ -21,4 +21,11 @@ TEST_SPARK_CONF = {
     # 495 MB live with the default, 206 MB with a cache of 10; the workers' GC had grown to 17-19 % of
     # their CPU by the second half of `make test` (BENCHMARKS.md, test suite).
     "spark.databricks.delta.delta.log.cacheSize": "64",
+    # The throughput collector: G1's concurrent marking competes with the tests for the 2 cores; measured
+    # on the same tests, 5-9 % less JVM CPU (BENCHMARKS.md, test suite). Added to cdclake's own JVM options.
+    "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
+    "spark.executor.extraJavaOptions": "-XX:+UseParallelGC",
+    # Adaptive execution re-plans each stage of a job and posts its plan to the listeners, which tiny
+    # data never repays (one shuffle partition already); measured 5 % less JVM CPU. Results are the same.
+    "spark.sql.adaptive.enabled": "false",
 }

@@ -297,7 +297,7 @@ class WindowApplier:
                 assert entry is not None and seq is not None
                 moved_to = (renamed_to or {}).get(entry.seq) if entry.schema is None else None
                 try:
-                    self.apply_ddl(path, entry, seq, moved_to)
+                    self.apply_ddl(path, entry, seq, moved_to, resumed)
                 except _refusals() as exc:
                     # Delta refused the change (e.g. a column name it cannot store in this mode): the table
                     # stops here, with Delta's words, rather than the whole pipeline. Other errors (I/O,
@@ -357,9 +357,10 @@ class WindowApplier:
             "table with 'cdclake snapshot --config <file> --tables <regex> --force'",
         )
 
-    def apply_ddl(self, path: str, entry: HistoryEntry, seq: int, moved_to: HistoryEntry | None = None) -> None:
+    def apply_ddl(self, path: str, entry: HistoryEntry, seq: int, moved_to: HistoryEntry | None = None,
+                  resumed: bool = True) -> None:
         """Bring the target at ``path`` to ``entry``'s schema (``moved_to``: for a drop that is a rename,
-        the new name's entry)."""
+        the new name's entry; ``resumed``: an earlier run may have done part of it)."""
         ctx, spark = self.ctx, self.spark
         if entry.kind in (PARKED, REREAD):
             return  # marks for the table's state: parked until re-snapshotted / re-read after the run
@@ -377,7 +378,7 @@ class WindowApplier:
                         self.targets.create(dest, moved_to.schema)
                     self.targets.copy_rows(path, dest, seq, ctx.key_columns(moved_to.schema))
             return
-        self.targets.evolve(path, entry.schema, entry.column_renames, seq)
+        self.targets.evolve(path, entry.schema, entry.column_renames, seq, resumed)
         if entry.renamed_from:
             old_path = ctx.layout.target(entry.renamed_from)
             if is_delta_table(spark, old_path):

@@ -48,6 +48,7 @@ from cdclake.engine.lake import (
     sql_str,
 )
 from cdclake.errors import CdcError
+from cdclake.hadoopfs import hadoop_fs
 from cdclake.schema import Column, TableSchema
 from cdclake.spi import UNAVAILABLE_KEY, TypeMapper
 
@@ -56,7 +57,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 VALID_TO = "__valid_to_seq"
-APPLIED_PROPERTY = "cdclake.applied"  # "<window>:<op index>" of the last schema/barrier step done
+APPLIED_PROPERTY = "cdclake.applied"  # where earlier versions kept "<window>:<op index>" of the last step done
+MARKER_DIR = "_cdclake"  # beside _delta_log: files of cdclake's own, which Delta readers and VACUUM skip
+MARKER_PREFIX = "applied-"
 _META = [META_OP, META_SEQ, META_POSITION, META_TXID, META_COMMIT_TS, META_WINDOW]
 _BRONZE_TO_META = [
     f"op AS `{META_OP}`", f"seq AS `{META_SEQ}`", f"position AS `{META_POSITION}`", f"txid AS `{META_TXID}`",
@@ -198,7 +201,13 @@ class TargetTables:
         self._reorder(path, [f.name for f in wanted.fields])
 
     def applied_marker(self, path: str) -> tuple[int, int] | None:
-        from delta.tables import DeltaTable
+        """(window, step) of the last schema/barrier step done on ``path`` (:meth:`set_marker`)."""
+        fs, marks = hadoop_fs(self.spark, f"{path}/{MARKER_DIR}")
+        done = [_marker_of(s.getPath().getName()) for s in fs.listStatus(marks)] if fs.exists(marks) else []
+        done = [m for m in done if m is not None]
+        if done:
+            return max(done)
+        from delta.tables import DeltaTable  # earlier versions marked the table's properties
 
         props = DeltaTable.forPath(self.spark, path).detail().select("properties").collect()[0][0] or {}
         raw = props.get(APPLIED_PROPERTY)
@@ -208,33 +217,44 @@ class TargetTables:
         return int(w), int(k)
 
     def set_marker(self, path: str, window_id: int, op_index: int) -> None:
-        self.spark.sql(
-            f"ALTER TABLE {delta_ref(path)} SET TBLPROPERTIES ('{APPLIED_PROPERTY}' = '{window_id}:{op_index}')"
-        )
+        """Record that step ``op_index`` of window ``window_id`` is done on ``path``: an empty file named so
+        in the table's ``_cdclake`` directory (which Delta readers and VACUUM leave alone), because a file
+        appears whole or not at all and costs no Delta commit. Older marks are removed after."""
+        fs, marks = hadoop_fs(self.spark, f"{path}/{MARKER_DIR}")
+        jvm = self.spark.sparkContext._jvm  # noqa: SLF001
+        name = f"{MARKER_PREFIX}{window_id}-{op_index}"
+        fs.create(jvm.org.apache.hadoop.fs.Path(marks, name), True).close()
+        for status in fs.listStatus(marks):
+            if status.getPath().getName() != name and _marker_of(status.getPath().getName()) is not None:
+                fs.delete(status.getPath(), False)
 
     def target_columns(self, path: str) -> dict[str, str]:
         fields = self.spark.read.format("delta").load(path).schema.fields
         return {f.name: f.dataType.simpleString() for f in fields if not f.name.startswith("__")}
 
-    def evolve(self, path: str, new: TableSchema, column_renames: dict[str, str], ddl_seq: int) -> None:
+    def evolve(self, path: str, new: TableSchema, column_renames: dict[str, str], ddl_seq: int,
+               resumed: bool = True) -> None:
         """Bring the target (and its history table) to ``new``; idempotent: each step checks the state.
 
         Added columns get, on rows older than the DDL (history: on current versions), the value the
-        source gave existing rows.
+        source gave existing rows. ``resumed``: a run may have been killed half-way through this change
+        (else no rewrite can be pending, and its lookup in the table's history is saved).
         """
         new = self.columns.lake_schema(new)
         if not is_delta_table(self.spark, path):
             self.create(path, new)
             return
-        self._evolve_one(path, new, column_renames, f"{META_SEQ} < {ddl_seq}")
+        self._evolve_one(path, new, column_renames, f"{META_SEQ} < {ddl_seq}", resumed)
         if self.keep_history:
-            self._evolve_one(history_path(path), new, column_renames, f"{META_SEQ} < {ddl_seq} AND {VALID_TO} IS NULL")
+            self._evolve_one(history_path(path), new, column_renames, f"{META_SEQ} < {ddl_seq} AND {VALID_TO} IS NULL",
+                             resumed)
 
-    def _evolve_one(self, path: str, new: TableSchema, column_renames: dict[str, str], existing_rows: str) -> None:
+    def _evolve_one(self, path: str, new: TableSchema, column_renames: dict[str, str], existing_rows: str,
+                    resumed: bool) -> None:
         """Renames and drops are metadata-only on a table with column mapping (spark mode); on any other
         (compatible mode) they, with the type changes of the same DDL, rewrite the table (:meth:`_rewrite`)."""
         ref = delta_ref(path)
-        pending = self._pending_rewrite(path)  # a rewrite killed half-way: finish it first
+        pending = self._pending_rewrite(path) if resumed else None  # a rewrite killed half-way: finish it first
         current = self.target_columns(path)
         lower = {k.lower(): k for k in current}
         renames = {lower[old.lower()]: new_name for old, new_name in column_renames.items()
@@ -907,6 +927,12 @@ def _carry_unavailable(actions: DataFrame, names: list[str], key_columns: list[s
         out = out.withColumn(f"__ua{i}", flag & F.col(f"__c{i}").isNull()).drop(f"__c{i}")
     return out.localCheckpoint()  # a shallow plan for the MERGE (see _fill_moved_rows)
 
+
+
+def _marker_of(name: str) -> tuple[int, int] | None:
+    """(window, step) of a marker file's name, None for any other file."""
+    w, _, k = name.removeprefix(MARKER_PREFIX).partition("-")
+    return (int(w), int(k)) if name.startswith(MARKER_PREFIX) and w.isdigit() and k.isdigit() else None
 
 
 def _simple(ddl_type: str) -> str:
