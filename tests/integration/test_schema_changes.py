@@ -2,10 +2,10 @@
 
 One workload per table mode (``lake.table_features``: compatible, spark), shared by the tests of this
 module: each group of grammar forms (forms that touch columns of their own share a group) runs on a
-table of its own, with DML before and after its
-statements in the same window and more DML in the next one; several statements share a window. The
-forms are written from the MariaDB/MySQL reference grammar (``ALTER TABLE``, ``CREATE TABLE``,
-``RENAME TABLE``...). One test per form checks its table against the source, values and columns.
+table of its own, with DML before and after its statements in the same window and more DML in the
+next one; several statements share a window. The forms are written from the MariaDB/MySQL reference
+grammar (``ALTER TABLE``, ``CREATE TABLE``, ``RENAME TABLE``...). One test per form checks its table
+against the source, values and columns.
 
 A statement cdclake cannot apply (``TRUNCATE PARTITION``: rows go without row events) parks only its
 table; the run says so, the other tables are mined, and ``backfill`` brings the table back.

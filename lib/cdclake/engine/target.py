@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Window
 from pyspark.sql import functions as F
@@ -200,13 +200,18 @@ class TargetTables:
             self.spark.sql(f"ALTER TABLE {ref} DROP COLUMN {quote(RETYPE_PREFIX)}")
         self._reorder(path, [f.name for f in wanted.fields])
 
+    def _marks(self, path: str) -> tuple[Any, list[tuple[Any, tuple[int, int]]]]:
+        """The file system and the step marks in ``path``'s ``_cdclake`` directory: (file, (window, step))."""
+        fs, marks = hadoop_fs(self.spark, f"{path}/{MARKER_DIR}")
+        found = [(s.getPath(), _marker_of(s.getPath().getName())) for s in fs.listStatus(marks)] \
+            if fs.exists(marks) else []
+        return fs, [(f, m) for f, m in found if m is not None]
+
     def applied_marker(self, path: str) -> tuple[int, int] | None:
         """(window, step) of the last schema/barrier step done on ``path`` (:meth:`set_marker`)."""
-        fs, marks = hadoop_fs(self.spark, f"{path}/{MARKER_DIR}")
-        done = [_marker_of(s.getPath().getName()) for s in fs.listStatus(marks)] if fs.exists(marks) else []
-        done = [m for m in done if m is not None]
-        if done:
-            return max(done)
+        _, marks = self._marks(path)
+        if marks:
+            return max(m for _, m in marks)
         from delta.tables import DeltaTable  # earlier versions marked the table's properties
 
         props = DeltaTable.forPath(self.spark, path).detail().select("properties").collect()[0][0] or {}
@@ -220,13 +225,11 @@ class TargetTables:
         """Record that step ``op_index`` of window ``window_id`` is done on ``path``: an empty file named so
         in the table's ``_cdclake`` directory (which Delta readers and VACUUM leave alone), because a file
         appears whole or not at all and costs no Delta commit. Older marks are removed after."""
-        fs, marks = hadoop_fs(self.spark, f"{path}/{MARKER_DIR}")
-        jvm = self.spark.sparkContext._jvm  # noqa: SLF001
-        name = f"{MARKER_PREFIX}{window_id}-{op_index}"
-        fs.create(jvm.org.apache.hadoop.fs.Path(marks, name), True).close()
-        for status in fs.listStatus(marks):
-            if status.getPath().getName() != name and _marker_of(status.getPath().getName()) is not None:
-                fs.delete(status.getPath(), False)
+        fs, mark = hadoop_fs(self.spark, f"{path}/{MARKER_DIR}/{MARKER_PREFIX}{window_id}-{op_index}")
+        fs.create(mark, True).close()
+        for f, m in self._marks(path)[1]:
+            if m != (window_id, op_index):
+                fs.delete(f, False)
 
     def target_columns(self, path: str) -> dict[str, str]:
         fields = self.spark.read.format("delta").load(path).schema.fields
