@@ -54,8 +54,28 @@ def _mine_subprocess(config: Path, crash_at: str | None, timeout: int = 300) -> 
                           env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
+def _plan_as_written_by_earlier_versions(spark, pipeline) -> None:  # type: ignore[no-untyped-def]
+    """Turn the open window's plan file into the checkpoints row that cdclake wrote before plans were files."""
+    import json
+
+    from cdclake.engine.control import CHECKPOINTS_DDL
+    from cdclake.hadoopfs import hadoop_delete
+
+    plan_dir = Path(pipeline.layout.plans)
+    (plan_file,) = plan_dir.glob("window-*.json")
+    plan = json.loads(plan_file.read_text())
+    row = {"rev": plan["rev"], "kind": "window", "window_id": plan["window_id"], "status": "planned",
+           "table_name": None, "position": None, "position_ordinal": None, "start_position": json.dumps(plan["start"]),
+           "end_limit": json.dumps(plan["end_limit"]), "max_events": plan["max_events"], "run_id": plan["run_id"],
+           "updated_at": None, "detail": None}
+    spark.createDataFrame([row], CHECKPOINTS_DDL).write.format("delta").mode("append").save(pipeline.layout.checkpoints)
+    hadoop_delete(spark, str(plan_dir))
+    assert pipeline.control.last_window().window_id == plan["window_id"]
+
+
 def test_kill_at_every_step_then_rerun_is_exact(spark, mariadb, fresh_database, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Every step boundary in-process (a BaseException nothing catches), then real SIGKILLs.
+    """Every step boundary in-process (a BaseException nothing catches), then real SIGKILLs. The first window's
+    plan is turned into the checkpoints row earlier versions wrote, which the next runs resume from.
 
     A cold ``cdclake mine`` process costs ~60 s here, so only one run is a real kill: at a fixed point
     between two MERGEs (a stale lock, half-applied steps).
@@ -77,6 +97,8 @@ def test_kill_at_every_step_then_rerun_is_exact(spark, mariadb, fresh_database, 
             monkeypatch.setenv(CRASH_ENV, point)
             with pytest.raises(SimulatedKill):  # a fresh pipeline object each time: only the lake carries over
                 make_pipeline(spark, mariadb, db, lake, "crash").mine()
+            if (step, point) == (1, "planned"):
+                _plan_as_written_by_earlier_versions(spark, make_pipeline(spark, mariadb, db, lake, "crash"))
         monkeypatch.delenv(CRASH_ENV)
         pipeline = make_pipeline(spark, mariadb, db, lake, "crash")
         finished = pipeline.mine()  # finishes the killed window (same bounds) exactly once

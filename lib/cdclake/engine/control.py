@@ -31,6 +31,7 @@ from cdclake.engine.lake import (
     sql_str,
 )
 from cdclake.errors import CdcError
+from cdclake.hadoopfs import hadoop_delete, hadoop_list, hadoop_read_text, hadoop_write_text
 from cdclake.schema import TableSchema
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ DEAD_LETTERS_DDL = (
 
 WINDOW_PLANNED, WINDOW_MINED, WINDOW_APPLIED = "planned", "mined", "applied"
 WINDOW_CANCELLED = "cancelled"  # planned, nothing of it written, then given up (a forced re-snapshot)
+PLAN_PREFIX = "window-"
 TABLE_SNAPSHOTTING, TABLE_STREAMING, TABLE_DROPPED = "snapshotting", "streaming", "dropped"
 # capture stopped at a change cdclake cannot apply; the detail says why and how to bring it back
 TABLE_PARKED = "parked"
@@ -74,6 +76,7 @@ class WindowState:
     end_limit: dict[str, Any]
     max_events: int | None
     end: dict[str, Any] | None
+    planned_rev: int | None = None  # the checkpoints ``rev`` the plan came after (floors: table rows before it)
 
 
 @dataclass
@@ -128,10 +131,11 @@ class ControlTables:
         if self.exists():
             self.table_features()
             return
-        ensure_table(self.spark, self.layout.bronze, BRONZE_DDL)
+        # bronze is read by window and by sequence; the others are small and read whole
+        ensure_table(self.spark, self.layout.bronze, BRONZE_DDL, stats_columns=("window_id", "seq"))
         ensure_table(self.spark, self.layout.schema_history, HISTORY_DDL)
         ensure_table(self.spark, self.layout.runs, RUNS_DDL)
-        ensure_table(self.spark, self.layout.dead_letters, DEAD_LETTERS_DDL)
+        ensure_table(self.spark, self.layout.dead_letters, DEAD_LETTERS_DDL, stats_columns=("window_id",))
         # last: marks the set complete, and records the lake's mode (lake.table_features)
         ensure_table(self.spark, self.layout.checkpoints, CHECKPOINTS_DDL,
                      {FEATURES_PROPERTY: self.configured_features or COMPATIBLE})
@@ -182,8 +186,24 @@ class ControlTables:
         df.write.format("delta").mode("append").save(self.layout.checkpoints)
 
     def last_window(self) -> WindowState | None:
-        """The newest window row (planned, applied or cancelled), if any window was planned."""
-        return self._cached("latest", self._read_latest)[1]
+        """The newest window: the open one if a plan follows the newest window row, else that row (applied or
+        cancelled; planned in a lake written before plans were files); None before the first plan."""
+        newest = self._cached("latest", self._read_latest)[1]
+        if newest is not None and newest.status == WINDOW_PLANNED:
+            return newest
+        return self._cached("plan", lambda: self._read_plan((newest.window_id if newest else 0) + 1)) or newest
+
+    def _plan_path(self, window_id: int) -> str:
+        return f"{self.layout.plans}/{PLAN_PREFIX}{int(window_id)}.json"
+
+    def _read_plan(self, window_id: int) -> WindowState | None:
+        text = hadoop_read_text(self.spark, self._plan_path(window_id))
+        if text is None:
+            return None
+        plan = json.loads(text)
+        return WindowState(window_id=int(plan["window_id"]), status=WINDOW_PLANNED, start=plan["start"],
+                           end_limit=plan["end_limit"], max_events=plan["max_events"], end=None,
+                           planned_rev=int(plan["rev"]))
 
     def _read_latest(self) -> tuple[dict[str, TableState], WindowState | None]:
         """Each table's latest state and the latest window, in one read of the checkpoints table."""
@@ -198,6 +218,7 @@ class ControlTables:
 
     @staticmethod
     def _window_state(r: Any) -> WindowState:
+        planned_rev = json.loads(r.detail or "{}").get("planned_rev")
         return WindowState(
             window_id=int(r.window_id),
             status=r.status,
@@ -205,6 +226,7 @@ class ControlTables:
             end_limit=json.loads(r.end_limit),
             max_events=r.max_events,
             end=json.loads(r.position) if r.position else None,
+            planned_rev=int(r.rev) if r.status == WINDOW_PLANNED else planned_rev,
         )
 
     @staticmethod
@@ -219,22 +241,36 @@ class ControlTables:
             detail=json.loads(r.detail or "{}"),
         )
 
-    def plan_window(self, window_id: int, start: dict, end_limit: dict, max_events: int | None, run_id: str) -> None:
-        self._append_checkpoints([
-            {
-                "kind": "window", "window_id": window_id, "status": WINDOW_PLANNED, "table_name": None,
-                "position": None, "position_ordinal": None, "start_position": json.dumps(start),
-                "end_limit": json.dumps(end_limit), "max_events": max_events, "run_id": run_id, "detail": None,
-            }
-        ])
+    def plan_window(self, window: WindowState, run_id: str) -> WindowState:
+        """Record the plan of ``window`` before anything of it is read: the run that finishes it (this one or,
+        after a kill, the next) keeps its bounds. A file, not a Delta commit: a plan is written once per window
+        and read back only while the window is open (a Delta append costs a Spark job and a commit)."""
+        rev = self._next_rev()
+        planned = WindowState(window.window_id, WINDOW_PLANNED, window.start, window.end_limit, window.max_events,
+                              None, rev)
+        hadoop_write_text(self.spark, self._plan_path(window.window_id), json.dumps({
+            "window_id": window.window_id, "start": window.start, "end_limit": window.end_limit,
+            "max_events": window.max_events, "run_id": run_id, "rev": rev, "planned_at": utcnow().isoformat(),
+        }))
+        for name in hadoop_list(self.spark, self.layout.plans):  # plans of closed windows a kill left behind
+            if name != f"{PLAN_PREFIX}{window.window_id}.json":
+                hadoop_delete(self.spark, f"{self.layout.plans}/{name}")
+        if self._cache is not None:
+            self._cache["plan"] = planned
+        return copy.deepcopy(planned)
+
+    def _close_window(self, window: WindowState, row: dict[str, Any], tables: list[dict[str, Any]]) -> None:
+        """Commit the window's closing row (with ``tables``), then drop its plan."""
+        self._append_checkpoints([{**row, "detail": json.dumps({"planned_rev": window.planned_rev})}, *tables])
+        self._forget("plan")
+        hadoop_delete(self.spark, self._plan_path(window.window_id))
 
     def cancel_window(self, window: WindowState, run_id: str) -> None:
-        self._append_checkpoints([{
+        self._close_window(window, {
             "kind": "window", "window_id": window.window_id, "status": WINDOW_CANCELLED, "table_name": None,
             "position": None, "position_ordinal": None, "start_position": json.dumps(window.start),
             "end_limit": json.dumps(window.end_limit), "max_events": window.max_events, "run_id": run_id,
-            "detail": None,
-        }])
+        }, [])
 
     def record_backfill(self, backfill_id: str, table: str, status: str, detail: dict[str, Any]) -> None:
         self._append_checkpoints([{
@@ -261,11 +297,16 @@ class ControlTables:
                              r.max_events, json.loads(r.position)), int(r.rev)) for r in rows]
 
     def window_planned_rev(self, window_id: int) -> int:
-        """``rev`` of the commit that planned ``window_id`` (table positions before it were the window's floors)."""
-        row = (read_delta(self.spark, self.layout.checkpoints)
-               .where(f"kind = 'window' AND window_id = {int(window_id)} AND status = '{WINDOW_PLANNED}'")
-               .agg({"rev": "max"}).first())
-        return int(row[0])
+        """``rev`` at which ``window_id`` was planned (table positions before it were the window's floors): kept
+        in the row that closed the window (a lake written before plans were files has a planned row)."""
+        rows = (read_delta(self.spark, self.layout.checkpoints)
+                .where(f"kind = 'window' AND window_id = {int(window_id)}").select("rev", "status", "detail").collect())
+        kept = [json.loads(r.detail or "{}").get("planned_rev") for r in rows if r.status != WINDOW_PLANNED]
+        revs = [int(r) for r in kept if r is not None] or [int(r.rev) for r in rows if r.status == WINDOW_PLANNED]
+        if not revs:
+            raise CdcError(f"the checkpoints table has no plan of window {window_id}",
+                           "remine only windows that were applied")
+        return max(revs)
 
     def window_written(self, window_id: int) -> bool:
         """Whether any table holds rows of window ``window_id`` (bronze, schema history, in-flight buffer)."""
@@ -286,18 +327,13 @@ class ControlTables:
         run_id: str,
     ) -> None:
         """Mark the window applied and move every table's position, in one Delta commit."""
-        rows = [
-            {
-                "kind": "window", "window_id": window.window_id, "status": WINDOW_APPLIED, "table_name": None,
-                "position": json.dumps(end), "position_ordinal": Decimal(end_ordinal),
-                "start_position": json.dumps(window.start), "end_limit": json.dumps(window.end_limit),
-                "max_events": window.max_events, "run_id": run_id, "detail": None,
-            }
-        ]
-        for name, state in tables.items():
-            rows.append(self._table_row(name, state.status, state.position, state.ordinal, window.window_id, run_id,
-                                        state.detail))
-        self._append_checkpoints(rows)
+        self._close_window(window, {
+            "kind": "window", "window_id": window.window_id, "status": WINDOW_APPLIED, "table_name": None,
+            "position": json.dumps(end), "position_ordinal": Decimal(end_ordinal),
+            "start_position": json.dumps(window.start), "end_limit": json.dumps(window.end_limit),
+            "max_events": window.max_events, "run_id": run_id,
+        }, [self._table_row(name, state.status, state.position, state.ordinal, window.window_id, run_id, state.detail)
+            for name, state in tables.items()])
 
     @staticmethod
     def _table_row(name: str, status: str, position: dict, ordinal: int, window_id: int | None, run_id: str,

@@ -74,8 +74,8 @@ class InflightBuffer:
         self.app = f"cdclake:{pipeline}"
 
     def ensure(self) -> None:
-        ensure_table(self.spark, self.layout.inflight, LOG_ROWS_DDL)
-        ensure_table(self.spark, self.layout.transactions, TRANSACTIONS_DDL)
+        ensure_table(self.spark, self.layout.inflight, LOG_ROWS_DDL, stats_columns=("window_id",))
+        ensure_table(self.spark, self.layout.transactions, TRANSACTIONS_DDL, stats_columns=("window_id",))
 
     def _ended_before(self, window_id: int) -> DataFrame:
         return self.spark.read.format("delta").load(self.layout.transactions).where(f"window_id < {int(window_id)}")

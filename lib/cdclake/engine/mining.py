@@ -38,7 +38,7 @@ from cdclake.engine.control import (
 from cdclake.engine.events import BRONZE_COLUMNS, BRONZE_DDL, SEQ_SPAN
 from cdclake.engine.faults import crash_point
 from cdclake.engine.history import HistoryEntry, entries_for_ddl, registry_before
-from cdclake.engine.inflight import InflightBuffer
+from cdclake.engine.inflight import ABANDONED, InflightBuffer
 from cdclake.engine.quality import QualityChecks
 from cdclake.errors import CdcError, TablesParkedError
 from cdclake.hadoopfs import hadoop_delete, hadoop_path_exists
@@ -107,8 +107,8 @@ def mine(ctx: PipelineContext, report: RunReport, max_events: int | None) -> dic
     if window_open(window):
         report.resumed = True
     else:
-        window = next_window(window, states, ctx.source.current_position().to_dict(), max_events)
-        ctx.control.plan_window(window.window_id, window.start, window.end_limit, max_events, report.run_id)
+        window = ctx.control.plan_window(
+            next_window(window, states, ctx.source.current_position().to_dict(), max_events), report.run_id)
         crash_point("planned")
     assert window is not None
     report.window_id = window.window_id
@@ -285,12 +285,17 @@ class WindowMiner:
 
         stats = committed.groupBy("source_table").agg(F.count(F.lit(1)).alias("n")).collect()
         rows_by_table = {r.source_table: int(r.n) for r in stats}
-        ended = spark.read.format("delta").load(ctx.layout.transactions).where(f"window_id = {wid}")
-        counts = {r.status: int(r["count"]) for r in ended.groupBy("status").count().collect()}
+        # One read of the transactions table counts this window's ended transactions and those abandoned
+        # before it; the samples are read only when there is something to show (abandonment is rare).
+        transactions = spark.read.format("delta").load(ctx.layout.transactions)
+        tally = transactions.where(f"window_id = {wid} OR (window_id < {wid} AND status = '{ABANDONED}')").groupBy(
+            (F.col("window_id") == wid).alias("this"), "status").count().collect()
+        counts = {r.status: int(r["count"]) for r in tally if r.this}
         open_summary = assembly.stats["open_after"].first()
-        abandoned = [r.asDict() for r in ended.where("status = 'abandoned'").select(
-            "txid", "first_position", "rows", "tables").limit(20).collect()]
-        late = [r.txid for r in assembly.stats["late_commits"].select("txid").limit(20).collect()]
+        abandoned = [r.asDict() for r in transactions.where(f"window_id = {wid} AND status = '{ABANDONED}'").select(
+            "txid", "first_position", "rows", "tables").limit(20).collect()] if counts.get(ABANDONED) else []
+        late = [r.txid for r in assembly.stats["late_commits"].select("txid").limit(20).collect()] \
+            if any(not r.this for r in tally) else []
         for item in abandoned:
             log.warning("window %s: abandoned transaction %s (first change %s, %s rows, tables %s): its changes "
                         "are NOT applied", wid, item["txid"], item["first_position"], item["rows"], item["tables"])
