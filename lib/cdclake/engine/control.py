@@ -299,10 +299,9 @@ class ControlTables:
     def window_planned_rev(self, window_id: int) -> int:
         """``rev`` at which ``window_id`` was planned (table positions before it were the window's floors): kept
         in the row that closed the window (a lake written before plans were files has a planned row)."""
-        rows = (read_delta(self.spark, self.layout.checkpoints)
-                .where(f"kind = 'window' AND window_id = {int(window_id)}").select("rev", "status", "detail").collect())
-        kept = [json.loads(r.detail or "{}").get("planned_rev") for r in rows if r.status != WINDOW_PLANNED]
-        revs = [int(r) for r in kept if r is not None] or [int(r.rev) for r in rows if r.status == WINDOW_PLANNED]
+        rows = read_delta(self.spark, self.layout.checkpoints).where(
+            f"kind = 'window' AND window_id = {int(window_id)}").collect()
+        revs = [w.planned_rev for w in map(self._window_state, rows) if w.planned_rev is not None]
         if not revs:
             raise CdcError(f"the checkpoints table has no plan of window {window_id}",
                            "remine only windows that were applied")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Window
 from pyspark.sql import functions as F
@@ -48,7 +48,7 @@ from cdclake.engine.lake import (
     sql_str,
 )
 from cdclake.errors import CdcError
-from cdclake.hadoopfs import hadoop_fs
+from cdclake.hadoopfs import hadoop_delete, hadoop_fs, hadoop_list
 from cdclake.schema import Column, TableSchema
 from cdclake.spi import UNAVAILABLE_KEY, TypeMapper
 
@@ -200,16 +200,14 @@ class TargetTables:
             self.spark.sql(f"ALTER TABLE {ref} DROP COLUMN {quote(RETYPE_PREFIX)}")
         self._reorder(path, [f.name for f in wanted.fields])
 
-    def _marks(self, path: str) -> tuple[Any, list[tuple[Any, tuple[int, int]]]]:
-        """The file system and the step marks in ``path``'s ``_cdclake`` directory: (file, (window, step))."""
-        fs, marks = hadoop_fs(self.spark, f"{path}/{MARKER_DIR}")
-        found = [(s.getPath(), _marker_of(s.getPath().getName())) for s in fs.listStatus(marks)] \
-            if fs.exists(marks) else []
-        return fs, [(f, m) for f, m in found if m is not None]
+    def _marks(self, path: str) -> list[tuple[str, tuple[int, int]]]:
+        """The step marks in ``path``'s ``_cdclake`` directory: (file name, (window, step))."""
+        found = [(name, _marker_of(name)) for name in hadoop_list(self.spark, f"{path}/{MARKER_DIR}")]
+        return [(name, m) for name, m in found if m is not None]
 
     def applied_marker(self, path: str) -> tuple[int, int] | None:
         """(window, step) of the last schema/barrier step done on ``path`` (:meth:`set_marker`)."""
-        _, marks = self._marks(path)
+        marks = self._marks(path)
         if marks:
             return max(m for _, m in marks)
         from delta.tables import DeltaTable  # earlier versions marked the table's properties
@@ -227,9 +225,9 @@ class TargetTables:
         appears whole or not at all and costs no Delta commit. Older marks are removed after."""
         fs, mark = hadoop_fs(self.spark, f"{path}/{MARKER_DIR}/{MARKER_PREFIX}{window_id}-{op_index}")
         fs.create(mark, True).close()
-        for f, m in self._marks(path)[1]:
+        for name, m in self._marks(path):
             if m != (window_id, op_index):
-                fs.delete(f, False)
+                hadoop_delete(self.spark, f"{path}/{MARKER_DIR}/{name}")
 
     def target_columns(self, path: str) -> dict[str, str]:
         fields = self.spark.read.format("delta").load(path).schema.fields
