@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
+
+_CLASSES: weakref.WeakKeyDictionary[SparkContext, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def jvm_class(spark: SparkSession, name: str) -> Any:
+    """The JVM class ``name`` (dotted), looked up once per Spark context: through the gateway each package
+    level of a name is a failed class search of the whole class path."""
+    classes = _CLASSES.setdefault(spark.sparkContext, {})
+    if name not in classes:
+        found: Any = spark.sparkContext._jvm  # noqa: SLF001 - pyspark exposes the JVM only here
+        for part in name.split("."):
+            found = getattr(found, part)
+        classes[name] = found
+    return classes[name]
 
 
 def hadoop_fs(spark: SparkSession, path: str) -> tuple[Any, Any]:
     """(FileSystem, Path) for any Hadoop-FS URI; only reachable through the JVM gateway."""
-    # pyspark exposes the Hadoop API only through its private gateway handles
-    jvm = spark.sparkContext._jvm  # noqa: SLF001
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    hpath = jvm_class(spark, "org.apache.hadoop.fs.Path")(path)
     return hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), hpath  # noqa: SLF001
 
 
@@ -34,8 +48,7 @@ def hadoop_write_text(spark: SparkSession, path: str, text: str) -> None:
     import uuid
 
     fs, hpath = hadoop_fs(spark, path)
-    jvm = spark.sparkContext._jvm  # noqa: SLF001
-    tmp = jvm.org.apache.hadoop.fs.Path(hpath.getParent(), f".{hpath.getName()}.{uuid.uuid4().hex}.tmp")
+    tmp = jvm_class(spark, "org.apache.hadoop.fs.Path")(hpath.getParent(), f".{hpath.getName()}.{uuid.uuid4().hex}.tmp")
     out = fs.create(tmp, True)
     try:
         out.write(bytearray(text.encode("utf-8")))
@@ -52,10 +65,9 @@ def hadoop_read_text(spark: SparkSession, path: str) -> str | None:
     fs, hpath = hadoop_fs(spark, path)
     if not fs.exists(hpath):
         return None
-    jvm = spark.sparkContext._jvm  # noqa: SLF001
     stream = fs.open(hpath)
     try:
-        return str(jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
+        return str(jvm_class(spark, "org.apache.commons.io.IOUtils").toString(stream, "UTF-8"))
     finally:
         stream.close()
 

@@ -44,7 +44,7 @@ def test_interleaved_rac_transactions_cut_by_windows(spark, tmp_path):  # type: 
     random_workload(db, rng, tables, transactions=90, lob=False, long_txn_every=20, p_partial_rollback=0.2,
                     p_jump=0)
     open_tx.commit()
-    windows = drain(pipeline, max_events=150)
+    windows = drain(pipeline, max_events=250)
     assert windows >= 3
     markers = bronze_markers(spark, pipeline)
     assert sum(m["open_transactions"] > 0 for m in markers) >= 1  # windows did cut through transactions

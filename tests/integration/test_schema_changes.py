@@ -140,6 +140,7 @@ class Outcome:
     tables: dict[str, str]  # group -> database.table after its forms
     extra: dict[str, list[str]]  # group -> other tables its forms made
     parked_error: str | None
+    states: dict  # table -> its state after the two windows
 
 
 @pytest.fixture(scope="module", params=MODES)
@@ -179,7 +180,7 @@ def mined(request, spark, mariadb, tmp_path_factory) -> Iterator[tuple[str, Outc
             pass
         yield mode, Outcome(pipeline, {g.name: f"{db}.{g.table.format(t=g.name)}" for g in GROUPS},
                             {g.name: [f"{db}.{x.format(t=g.name)}" for x in g.more_tables] for g in GROUPS},
-                            parked_error)
+                            parked_error, pipeline.control.table_states())
     finally:
         conn.close()
         mariadb.execute(f"DROP DATABASE IF EXISTS `{db}`")
@@ -207,8 +208,7 @@ def _assert_equal(spark, pipeline, table: str, mode: str) -> None:  # type: igno
 @pytest.mark.parametrize(("group", "form"), FORMS, ids=[f for _, f in FORMS])
 def test_change_is_applied_exactly(spark, mined, group: str, form: str) -> None:  # type: ignore[no-untyped-def]
     mode, out = mined
-    states = out.pipeline.control.table_states()
-    assert states[out.tables[group]].status == "streaming", states[out.tables[group]]
+    assert out.states[out.tables[group]].status == "streaming", out.states[out.tables[group]]
     for table in [out.tables[group], *out.extra[group]]:
         _assert_equal(spark, out.pipeline, table, mode)
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from decimal import Decimal
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from cdclake.engine.events import BRONZE_DDL
@@ -131,6 +132,11 @@ class ControlTables:
         if self.exists():
             self.table_features()
             return
+        self._make()
+        if self._cache is not None:  # a run holding the lock made them: nothing to read back
+            self._cache.update({"latest": ({}, None), "history": [], "plan": None})
+
+    def _make(self) -> None:
         # bronze is read by window and by sequence; the others are small and read whole
         ensure_table(self.spark, self.layout.bronze, BRONZE_DDL, stats_columns=("window_id", "seq"))
         ensure_table(self.spark, self.layout.schema_history, HISTORY_DDL)
@@ -178,12 +184,30 @@ class ControlTables:
         return time.time_ns()
 
     def _append_checkpoints(self, rows: list[dict[str, Any]]) -> None:
-        self._forget("latest")
         rev = self._next_rev()
         now = utcnow()
         full = [{**r, "rev": rev, "updated_at": now} for r in rows]
         df = self.spark.createDataFrame(full, schema=CHECKPOINTS_DDL)
-        df.write.format("delta").mode("append").save(self.layout.checkpoints)
+        try:
+            df.write.format("delta").mode("append").save(self.layout.checkpoints)
+        except BaseException:
+            self._forget("latest")  # whether it committed is unknown
+            raise
+        self._note_latest(full)
+
+    def _note_latest(self, rows: list[dict[str, Any]]) -> None:
+        """Bring a run's cached latest states up to ``rows``, just committed: the newest row of each table and
+        window is what a read would return, so the run never reads back what it wrote."""
+        if self._cache is None or "latest" not in self._cache:
+            return
+        tables, window = self._cache["latest"]
+        for row in rows:
+            r = SimpleNamespace(**{"detail": None, **row})
+            if r.kind == "table":
+                tables[r.table_name] = self._table_state(r)
+            elif r.kind == "window":
+                window = self._window_state(r)
+        self._cache["latest"] = (tables, window)
 
     def last_window(self) -> WindowState | None:
         """The newest window: the open one if a plan follows the newest window row, else that row (applied or
@@ -368,7 +392,6 @@ class ControlTables:
     def append_history(self, entries: list[HistoryEntry], idempotency: tuple[str, int] | None = None) -> None:
         if not entries:
             return
-        self._forget("history")
         now = utcnow()
         rows = [
             {
@@ -383,7 +406,17 @@ class ControlTables:
         writer = df.write.format("delta").mode("append")
         if idempotency:
             writer = writer.option("txnAppId", idempotency[0]).option("txnVersion", idempotency[1])
-        writer.save(self.layout.schema_history)
+        try:
+            writer.save(self.layout.schema_history)
+        except BaseException:
+            self._forget("history")
+            raise
+        if idempotency or self._cache is None or "history" not in self._cache:
+            self._forget("history")  # an idempotent append may have been skipped: what is there is read again
+            return
+        # a run's cached history takes the rows just committed, as a read would return them
+        cached = self._cache["history"] + [self._history_entry(SimpleNamespace(**r)) for r in rows]
+        self._cache["history"] = sorted(cached, key=lambda e: (e.seq, e.version))
 
     def history(self, where: str | None = None) -> list[HistoryEntry]:
         """The schema history in (seq, version) order; ``where``: only the entries that match it (SQL)."""
@@ -395,17 +428,16 @@ class ControlTables:
         df = read_delta(self.spark, self.layout.schema_history)
         if where:
             df = df.where(where)
-        out = []
-        for r in df.orderBy("seq", "version").collect():
-            out.append(
-                HistoryEntry(
-                    version=int(r.version), table=r.source_table, seq=int(r.seq), position=r.position, ddl=r.ddl,
-                    kind=r.kind, schema=TableSchema.from_json(r.schema) if r.schema else None,
-                    renamed_from=r.renamed_from, column_renames=json.loads(r.column_renames or "{}"),
-                    window_id=r.window_id,
-                )
-            )
-        return out
+        return [self._history_entry(r) for r in df.orderBy("seq", "version").collect()]
+
+    @staticmethod
+    def _history_entry(r: Any) -> HistoryEntry:
+        return HistoryEntry(
+            version=int(r.version), table=r.source_table, seq=int(r.seq), position=r.position, ddl=r.ddl,
+            kind=r.kind, schema=TableSchema.from_json(r.schema) if r.schema else None,
+            renamed_from=r.renamed_from, column_renames=json.loads(r.column_renames or "{}"),
+            window_id=r.window_id,
+        )
 
     def history_through_window(self, window_id: int) -> list[HistoryEntry]:
         """Snapshot entries and the entries of windows up to and including ``window_id``."""

@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from cdclake.hadoopfs import jvm_class
 from cdclake.spark import session_conf
 
 if TYPE_CHECKING:
@@ -152,9 +153,8 @@ def delta_ref(path: str) -> str:
 
 
 def is_delta_table(spark: SparkSession, path: str) -> bool:
-    from delta.tables import DeltaTable
-
-    return DeltaTable.isDeltaTable(spark, path)
+    """``DeltaTable.isDeltaTable`` without its per-call class lookup through the gateway."""
+    return bool(jvm_class(spark, "io.delta.tables.DeltaTable").isDeltaTable(spark._jsparkSession, path))  # noqa: SLF001
 
 
 def ensure_table(spark: SparkSession, path: str, ddl: str, properties: dict[str, str] | None = None,

@@ -62,9 +62,9 @@ class RunLog:
         """A run of ``command``: recorded ``ok`` or ``failed`` (with the error) in the run log. A kill
         (a ``BaseException``) records nothing: the run never ended."""
         report = RunReport(uuid.uuid4().hex[:12], command)
-        self.control.ensure()
         with (self.lock(report) if locked else contextlib.nullcontext(),
               self.control.run_cache() if locked else contextlib.nullcontext()):
+            self.control.ensure()  # under the lock: tables it makes are known empty to this run
             try:
                 yield report
             except Exception as exc:
