@@ -198,18 +198,27 @@ class InflightBuffer:
         return Assembly(committed, new_inflight, ended_rows, errors,
                         {"open_after": open_after, "abandoned": abandoned, "late_commits": late}, [tagged])
 
-    def record(self, window_id: int, assembly: Assembly) -> None:
-        """Append the window's open changes and ended transactions (each idempotent per window)."""
-        (
-            assembly.new_inflight.write.format("delta").mode("append")
-            .option("txnAppId", f"{self.app}:inflight").option("txnVersion", int(window_id))
-            .save(self.layout.inflight)
-        )
-        (
-            assembly.ended.write.format("delta").mode("append")
-            .option("txnAppId", f"{self.app}:transactions").option("txnVersion", int(window_id))
-            .save(self.layout.transactions)
-        )
+    def record(self, window_id: int, assembly: Assembly) -> dict[str, int]:
+        """Append the window's open changes and ended transactions (each idempotent per window); the ended
+        transactions by status. An append with no rows is not made: a re-run of the window finds it empty again
+        (pending is read as of earlier windows), so there is nothing to repeat or to skip."""
+        from pyspark.sql import functions as F
+
+        ended = {r.status: int(r.n) for r in
+                 assembly.ended.groupBy("status").agg(F.count(F.lit(1)).alias("n")).collect()}
+        if not assembly.new_inflight.isEmpty():
+            (
+                assembly.new_inflight.write.format("delta").mode("append")
+                .option("txnAppId", f"{self.app}:inflight").option("txnVersion", int(window_id))
+                .save(self.layout.inflight)
+            )
+        if ended:
+            (
+                assembly.ended.write.format("delta").mode("append")
+                .option("txnAppId", f"{self.app}:transactions").option("txnVersion", int(window_id))
+                .save(self.layout.transactions)
+            )
+        return ended
 
     def purge(self, window_id: int) -> None:
         """Drop buffered rows of transactions that ended at or before ``window_id`` (state-idempotent)."""

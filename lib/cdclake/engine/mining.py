@@ -255,12 +255,14 @@ class WindowMiner:
         report.phase("fetch")
         for ddl in mined.ddl:
             self._on_ddl(ddl)
+        buffer = InflightBuffer(spark, ctx.layout, ctx.name)
+        buffer.ensure()
+        if mined.known_empty and not mined.ddl:
+            return self._empty_frame(mined, buffer)
         ctx.columns.mask_log_rows(self._without_parked(mined)).write.mode("overwrite").parquet(f"{staging}/decoded")
         report.phase("decode")
         rows = spark.read.parquet(f"{staging}/decoded")
 
-        buffer = InflightBuffer(spark, ctx.layout, ctx.name)
-        buffer.ensure()
         retention = ctx.config.mining.transaction_retention_s
         end_ts = rows.agg(F.max("event_ts")).first()[0] if retention is not None else None
         assembly = buffer.assemble(wid, rows, self.floors, None if retention is None else timedelta(seconds=retention),
@@ -279,23 +281,20 @@ class WindowMiner:
         crash_point("staged")
         self._record_history()
         crash_point("history")
-        buffer.record(wid, assembly)
+        counts = buffer.record(wid, assembly)  # this window's ended transactions by status
         report.phase("inflight")
         crash_point("inflight")
 
         stats = committed.groupBy("source_table").agg(F.count(F.lit(1)).alias("n")).collect()
         rows_by_table = {r.source_table: int(r.n) for r in stats}
-        # One read of the transactions table counts this window's ended transactions and those abandoned
-        # before it; the samples are read only when there is something to show (abandonment is rare).
+        # The samples are read only when there is something to show (abandonment is rare).
         transactions = spark.read.format("delta").load(ctx.layout.transactions)
-        tally = transactions.where(f"window_id = {wid} OR (window_id < {wid} AND status = '{ABANDONED}')").groupBy(
-            (F.col("window_id") == wid).alias("this"), "status").count().collect()
-        counts = {r.status: int(r["count"]) for r in tally if r.this}
         open_summary = assembly.stats["open_after"].first()
         abandoned = [r.asDict() for r in transactions.where(f"window_id = {wid} AND status = '{ABANDONED}'").select(
             "txid", "first_position", "rows", "tables").limit(20).collect()] if counts.get(ABANDONED) else []
+        abandoned_before = not transactions.where(f"window_id < {wid} AND status = '{ABANDONED}'").isEmpty()
         late = [r.txid for r in assembly.stats["late_commits"].select("txid").limit(20).collect()] \
-            if any(not r.this for r in tally) else []
+            if abandoned_before else []
         for item in abandoned:
             log.warning("window %s: abandoned transaction %s (first change %s, %s rows, tables %s): its changes "
                         "are NOT applied", wid, item["txid"], item["first_position"], item["rows"], item["tables"])
@@ -317,6 +316,32 @@ class WindowMiner:
         hadoop_delete(spark, staging)
         report.events, report.transactions = marker["events"], marker["transactions"]
         report.rows_by_table = rows_by_table
+        return mined.end
+
+    def _empty_frame(self, mined: MinedWindow, buffer: InflightBuffer) -> Position:
+        """A window the log had nothing for (no rows, no DDL): nothing to decode, assemble, check or record. Its
+        marker still counts the transactions the in-flight buffer holds open."""
+        from cdclake.spi.logrows import LOG_ROWS_DDL
+
+        ctx, wid, spark = self.ctx, self.wid, self.spark
+        assembly = buffer.assemble(wid, spark.createDataFrame([], LOG_ROWS_DDL), self.floors,
+                                   assemble_pieces=mined.assemble_pieces)
+        open_summary = assembly.stats["open_after"].first()
+        for point in ("staged", "history", "inflight"):  # the steps a window with rows passes
+            crash_point(point)
+        marker = {
+            "end": mined.end.to_dict(), "events": 0, "transactions": 0, "rolled_back": 0, "abandoned": 0,
+            "abandoned_sample": [], "late_commits": [], "open_transactions": int(open_summary.n or 0),
+            "oldest_open_ordinal": None if open_summary.oldest is None else str(open_summary.oldest),
+            "rows_by_table": {}, **mined.stats,
+        }
+        ctx.bronze.commit(wid, None, mined.end, marker, self.bronze_app)
+        self.report.phase("bronze")
+        crash_point("bronze")
+        assembly.release()
+        ctx.source.release()
+        hadoop_delete(spark, self.staging)
+        self.report.events, self.report.transactions, self.report.rows_by_table = 0, 0, {}
         return mined.end
 
     def _without_parked(self, mined: MinedWindow) -> DataFrame:

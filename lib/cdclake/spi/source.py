@@ -83,6 +83,9 @@ class MinedWindow:
     stats: dict[str, Any] = field(default_factory=dict)
     #: folds ``piece`` rows of committed transactions into their changes (:meth:`FrameSource.assemble_pieces`)
     assemble_pieces: Callable[[DataFrame], DataFrame] | None = None
+    #: True when the source knows, without a Spark job, that ``rows`` is empty (the log had nothing for the
+    #: window): the engine then skips the steps that only move rows
+    known_empty: bool = False
 
 
 #: how many log events (or log rows) :meth:`Source.pending_changes` reads at most by default

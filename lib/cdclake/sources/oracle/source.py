@@ -391,6 +391,7 @@ class OracleSource(FrameSource):
             commit_scn = {int(r[0] or 1): int(r[1]) for r in prepared.where(f"OPERATION_CODE = {Q.OP_COMMIT}")
                           .groupBy("THREAD").agg({"SCN": "max"}).collect()}
             batches = 1
+            nothing_fetched = False  # not known without a job
         else:
             sink = SparkRawSink(spark, f"{staging}/raw")
             owners = sorted({t.split(".", 1)[0] for t in {*schemas, *self.captured_tables()}} | {"UNKNOWN"})
@@ -401,6 +402,7 @@ class OracleSource(FrameSource):
             raw = spark.read.schema(RAW_DDL).parquet(f"{staging}/raw") if sink.rows else spark.createDataFrame(
                 [], RAW_DDL)
             prepared = prepare(raw, sink.continuations, rank=False)
+            nothing_fetched = not sink.rows
         plan, ddl, extra = self._schema_changes(spark, [SimpleNamespace(**r) for r in ddl_rows], schemas, versions,
                                                 start.ordinal, floors,
                                                 next_schema_version, window_id)
@@ -410,7 +412,8 @@ class OracleSource(FrameSource):
         # The dictionary built when this window was planned serves the next one once mined past it.
         newer = end_limit.dictionary if end_limit.dictionary and end_limit.dictionary[1] <= mined_hi else None
         end = start.after_window(mined_hi, commit_scn, None, newer, end_limit.resetlogs)
-        return MinedWindow(end, decoded, ddl, {"mined_to_scn": str(mined_hi), "mining_batches": batches})
+        return MinedWindow(end, decoded, ddl, {"mined_to_scn": str(mined_hi), "mining_batches": batches},
+                           known_empty=nothing_fetched and extra is None)
 
     def _schema_changes(self, spark: SparkSession, ddl_rows: list[Any], schemas: dict[str, TableSchema],
                         versions: dict[str, int], through: int, floors: dict[str, int] | None, next_version: int,
