@@ -14,6 +14,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from tests.settings import short_jvm_env
+
 ROOT = Path(__file__).resolve().parents[2]
 AIRFLOW_PYTHON = ROOT / ".venv-airflow" / "bin" / "python"
 DAGS_FOLDER = ROOT / "airflow_dags"
@@ -32,7 +34,7 @@ def airflow_env(home: Path, pipelines: Path, **extra: str) -> dict[str, str]:
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
     })
     env.update(extra)
-    return env
+    return short_jvm_env(env)
 
 
 def run_in_airflow(code: str, env: dict[str, str], timeout: float = 900) -> Any:

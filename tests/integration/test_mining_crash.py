@@ -14,6 +14,7 @@ import pytest
 from cdclake.engine.faults import CRASH_ENV, CRASH_MODE_ENV, SimulatedKill
 
 from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline, pipeline_yaml
+from tests.settings import short_jvm_env
 
 ROOT = Path(__file__).resolve().parents[2]
 # A run killed at a step leaves what a fresh run killed there leaves (every earlier step of a window is
@@ -45,7 +46,7 @@ def _workload(db, database: str, step: int, rng: random.Random) -> None:  # type
 
 
 def _mine_subprocess(config: Path, crash_at: str | None, timeout: int = 300) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "lib")}
+    env = short_jvm_env({**os.environ, "PYTHONPATH": str(ROOT / "lib")})
     env.pop(CRASH_ENV, None)
     env.pop(CRASH_MODE_ENV, None)
     if crash_at:

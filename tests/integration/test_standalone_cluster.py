@@ -19,6 +19,7 @@ from cdclake.spark import cached_jars
 from cdclake.testing.mariadb import free_port
 
 from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline, pipeline_yaml
+from tests.settings import short_jvm_env
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_HOME = Path(sys.executable).parent.parent / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" \
@@ -39,8 +40,9 @@ def _wait_for(log: Path, text: str, count: int, proc: subprocess.Popen, deadline
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     base = tmp_path_factory.mktemp("standalone")
-    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOG_DIR": str(base), "SPARK_WORKER_DIR": str(base),
-           "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false", "SPARK_LOCAL_IP": "127.0.0.1"}
+    env = short_jvm_env({**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOG_DIR": str(base),
+                         "SPARK_WORKER_DIR": str(base), "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",
+                         "SPARK_LOCAL_IP": "127.0.0.1"})
     port = free_port()
     master_log = base / "master.log"
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
@@ -80,7 +82,7 @@ def _submit(url: str, job: str, config: Path, package: Path, *args: str) -> str:
            "--py-files", str(package), "--jars", ",".join(cached_jars()),
            "--conf", f"spark.pyspark.python={sys.executable}", "--conf", "spark.executor.memory=1g",
            "--conf", "spark.cores.max=2", str(ROOT / "jobs" / f"{job}.py"), "--config", str(config), *args]
-    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "CDCLAKE_SPARK_MASTER")}
+    env = short_jvm_env({k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "CDCLAKE_SPARK_MASTER")})
     env.update(SPARK_HOME=str(SPARK_HOME), PYSPARK_DRIVER_PYTHON=sys.executable)
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
     assert done.returncode == 0, f"spark-submit {job} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
