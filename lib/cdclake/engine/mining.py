@@ -300,14 +300,7 @@ class WindowMiner:
                         "are NOT applied", wid, item["txid"], item["first_position"], item["rows"], item["tables"])
         for txid in late:
             log.warning("window %s: transaction %s committed after it was abandoned: its changes are lost", wid, txid)
-        marker = {
-            "end": mined.end.to_dict(), "events": sum(rows_by_table.values()),
-            "transactions": counts.get("committed", 0), "rolled_back": counts.get("rolled_back", 0),
-            "abandoned": counts.get("abandoned", 0), "abandoned_sample": abandoned, "late_commits": late,
-            "open_transactions": int(open_summary.n or 0),
-            "oldest_open_ordinal": None if open_summary.oldest is None else str(open_summary.oldest),
-            "rows_by_table": rows_by_table, **mined.stats,
-        }
+        marker = _frame_marker(mined, rows_by_table, counts, abandoned, late, open_summary)
         ctx.bronze.commit(wid, committed, mined.end, marker, self.bronze_app)
         report.phase("bronze")
         crash_point("bronze")
@@ -329,12 +322,7 @@ class WindowMiner:
         open_summary = assembly.stats["open_after"].first()
         for point in ("staged", "history", "inflight"):  # the steps a window with rows passes
             crash_point(point)
-        marker = {
-            "end": mined.end.to_dict(), "events": 0, "transactions": 0, "rolled_back": 0, "abandoned": 0,
-            "abandoned_sample": [], "late_commits": [], "open_transactions": int(open_summary.n or 0),
-            "oldest_open_ordinal": None if open_summary.oldest is None else str(open_summary.oldest),
-            "rows_by_table": {}, **mined.stats,
-        }
+        marker = _frame_marker(mined, {}, {}, [], [], open_summary)
         ctx.bronze.commit(wid, None, mined.end, marker, self.bronze_app)
         self.report.phase("bronze")
         crash_point("bronze")
@@ -379,3 +367,16 @@ class WindowMiner:
             "fix the cause (schema history out of step, unsupported statement) and run again; to record such rows "
             "and go on without them set 'mining.unparsable_rows: dead_letter'",
         )
+
+
+def _frame_marker(mined: MinedWindow, rows_by_table: dict[str, int], ended: dict[str, int], abandoned: list[Any],
+                  late: list[str], open_summary: Any) -> dict[str, Any]:
+    """The bronze marker of a frame window: its end, counts, samples and the transactions left open."""
+    return {
+        "end": mined.end.to_dict(), "events": sum(rows_by_table.values()),
+        "transactions": ended.get("committed", 0), "rolled_back": ended.get("rolled_back", 0),
+        "abandoned": ended.get("abandoned", 0), "abandoned_sample": abandoned, "late_commits": late,
+        "open_transactions": int(open_summary.n or 0),
+        "oldest_open_ordinal": None if open_summary.oldest is None else str(open_summary.oldest),
+        "rows_by_table": rows_by_table, **mined.stats,
+    }
