@@ -30,6 +30,7 @@ from cdclake.engine.lake import (
     is_delta_table,
     read_delta,
     sql_str,
+    table_version,
 )
 from cdclake.errors import CdcError
 from cdclake.hadoopfs import hadoop_delete, hadoop_list, hadoop_read_text, hadoop_write_text
@@ -100,18 +101,35 @@ class ControlTables:
         self.configured_features = table_features  # lake.table_features; None: the lake's own
         self._features: str | None = None
         self._cache: dict[str, Any] | None = None  # reads kept within a locked run (run_cache)
+        # what the last run that ended well had read, by the (table id, version) it is valid for
+        self._kept: dict[str, tuple[tuple[str, int], Any]] = {}
+
+    def _kept_table(self, key: str) -> str:
+        return {"latest": self.layout.checkpoints, "history": self.layout.schema_history}[key]
 
     @contextlib.contextmanager
     def run_cache(self) -> Iterator[None]:
         """Within the block the latest table states and window and the schema history are read from Delta once
         and then kept until this object writes them again. Only for a run that holds the pipeline lock: no
-        other writer can change them meanwhile (each read is a Spark job; a window needs them often)."""
+        other writer can change them meanwhile (each read is a Spark job; a window needs them often).
+
+        What a run had read when it ended is kept for the next run of this object, which takes it only if
+        its Delta table is still at the version it was then (a look at the table's log, no Spark job):
+        a process that runs windows one after another reads its control tables once."""
         if self._cache is not None:  # a run inside a run keeps the outer one's reads
             yield
             return
         self._cache = {}
+        kept, self._kept = self._kept, {}
+        for key, (at, value) in kept.items():
+            if table_version(self.spark, self._kept_table(key)) == at:
+                self._cache[key] = value
         try:
             yield
+            for key in ("latest", "history"):
+                at = table_version(self.spark, self._kept_table(key)) if key in self._cache else None
+                if at is not None:
+                    self._kept[key] = (at, self._cache[key])
         finally:
             self._cache = None
 

@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from cdclake.hadoopfs import jvm_class
+from cdclake.hadoopfs import hadoop_read_text, jvm_class
 from cdclake.spark import session_conf
 
 if TYPE_CHECKING:
@@ -221,3 +221,31 @@ def commit_tags(spark: SparkSession, path: str) -> list[tuple[int, str, dict[str
 
 def read_delta(spark: SparkSession, path: str) -> DataFrame:
     return spark.read.format("delta").load(path)
+
+
+def table_version(spark: SparkSession, path: str) -> tuple[str, int] | None:
+    """``(table id, version)`` of the Delta table at ``path`` as of now, None if there is none.
+
+    From the table's log alone (a listing from its last checkpoint, no Spark job): what a cached read of
+    the table is checked against. The id tells a table made again at the same path from the one before.
+    """
+    log = jvm_class(spark, "org.apache.spark.sql.delta.DeltaLog").forTable(spark._jsparkSession, path)  # noqa: SLF001
+    # Scala default arguments of DeltaLog.update(stalenessAcceptable, checkIfUpdatedSinceTs, catalogTable)
+    snapshot = log.update(False, getattr(log, "update$default$2")(), getattr(log, "update$default$3")())
+    version = int(snapshot.version())
+    return None if version < 0 else (str(snapshot.metadata().id()), version)
+
+
+def commit_metric(spark: SparkSession, path: str, version: int, name: str) -> int | None:
+    """Operation metric ``name`` (e.g. ``numOutputRows``) of commit ``version`` of the table at ``path``,
+    from the commit file (no Spark job); None where the commit or the metric is not found."""
+    text = hadoop_read_text(spark, f"{path}/_delta_log/{version:020d}.json")
+    for line in (text or "").splitlines():
+        if '"commitInfo"' not in line:
+            continue
+        try:
+            value = json.loads(line)["commitInfo"].get("operationMetrics", {}).get(name)
+            return None if value is None else int(value)
+        except (ValueError, KeyError, AttributeError, TypeError):
+            return None
+    return None

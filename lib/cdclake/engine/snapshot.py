@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from cdclake.engine.control import TABLE_SNAPSHOTTING, TABLE_STREAMING, TableState
 from cdclake.engine.events import snapshot_seq
 from cdclake.engine.history import HistoryEntry
-from cdclake.engine.lake import commit_tag, is_delta_table, read_delta
+from cdclake.engine.lake import commit_tag, is_delta_table
 from cdclake.engine.mining import window_open
 from cdclake.engine.quality import QualityChecks, gate_error
 from cdclake.errors import CdcError, SnapshotDeferredError
@@ -25,7 +25,13 @@ from cdclake.progress import step as progress_step
 if TYPE_CHECKING:
     from cdclake.engine.context import PipelineContext
     from cdclake.engine.runs import RunReport
+    from cdclake.schema import TableSchema
     from cdclake.spi import SnapshotStart
+
+
+# Tables written by a snapshot are recorded streaming at least this often: a snapshot killed half-way
+# reads again the tables still ``snapshotting``, at a new position (their targets are replaced whole).
+RECORD_WRITTEN_EVERY_S = 60.0
 
 
 def snapshot(ctx: PipelineContext, report: RunReport, tables_regex: str | None, force: bool = False) -> None:
@@ -80,35 +86,51 @@ def _snapshot_tables(ctx: PipelineContext, report: RunReport, start: SnapshotSta
         for i, t in enumerate(todo)
     ])
     quality_failures: list[Any] = []
-    # tables the source holds still for their read (e.g. under a lock) first, each let go once written
-    for t in sorted(todo, key=lambda t: t not in start.held):
-        progress_step(f"snapshot {t}")  # names the terminal progress bar's step (no-op without one)
-        schema = start.schemas[t]
-        path = ctx.layout.target(t)
-        try:
-            with commit_tag(ctx.spark, snapshot=True, seq=seq):
-                if t in states and is_delta_table(ctx.spark, path):
-                    ctx.targets.close_history(path, seq)  # the re-snapshot's rows follow
-                frame = ctx.read_source(schema)
-                ctx.targets.write_snapshot(path, schema, frame, seq, pos.describe())
-        except CdcError:
-            raise
-        except Exception as exc:
-            explained = source.explain_error(exc)
-            if explained is None:
-                raise
-            raise explained from exc
-        source.end_snapshot_read(t)
-        control.set_tables([TableState(t, TABLE_STREAMING, pos.to_dict(), pos.ordinal, None, None,
-                                       {"snapshot_position": pos.describe(), "as_of": time.time(),
-                                        "row_key": ctx.row_key(schema).describe()})], report.run_id)
-        report.rows_by_table[t] = read_delta(ctx.spark, path).count()
-        if ctx.config.quality.after_snapshot:
-            quality_failures += quality.check_table(report.run_id, schema, None, "snapshot")
+    written: list[TableState] = []  # streaming from here on; recorded together (each record is a Delta commit)
+    recorded_at = time.monotonic()
+    try:
+        # tables the source holds still for their read (e.g. under a lock) first, each let go once written
+        for t in sorted(todo, key=lambda t: t not in start.held):
+            progress_step(f"snapshot {t}")  # names the terminal progress bar's step (no-op without one)
+            schema = start.schemas[t]
+            report.rows_by_table[t] = _write_target(ctx, t, schema, seq, pos.describe(), replaces=t in states)
+            source.end_snapshot_read(t)
+            written.append(TableState(t, TABLE_STREAMING, pos.to_dict(), pos.ordinal, None, None,
+                                      {"snapshot_position": pos.describe(), "as_of": time.time(),
+                                       "row_key": ctx.row_key(schema).describe()}))
+            if time.monotonic() - recorded_at >= RECORD_WRITTEN_EVERY_S:  # a kill reads again at most this much
+                control.set_tables(written, report.run_id)
+                written, recorded_at = [], time.monotonic()
+            if ctx.config.quality.after_snapshot:
+                quality_failures += quality.check_table(report.run_id, schema, None, "snapshot")
+    except Exception:
+        if written:  # the tables written before the error are not read again
+            control.set_tables(written, report.run_id)
+        raise
+    if written:
+        control.set_tables(written, report.run_id)
     report.tables = todo
     report.start = report.end = pos.describe()
     if quality_failures:
         raise gate_error(quality_failures, "after the snapshot", ctx.layout.quality, after="snapshot")
+
+
+def _write_target(ctx: PipelineContext, table: str, schema: TableSchema, seq: int, position: str,
+                  replaces: bool) -> int:
+    """Read ``table`` from the source into its target; the rows written."""
+    path = ctx.layout.target(table)
+    try:
+        with commit_tag(ctx.spark, snapshot=True, seq=seq):
+            if replaces and is_delta_table(ctx.spark, path):
+                ctx.targets.close_history(path, seq)  # the re-snapshot's rows follow
+            return ctx.targets.write_snapshot(path, schema, ctx.read_source(schema), seq, position)
+    except CdcError:
+        raise
+    except Exception as exc:
+        explained = ctx.source.explain_error(exc)
+        if explained is None:
+            raise
+        raise explained from exc
 
 
 def _cancel_unwritten_window(ctx: PipelineContext, run_id: str) -> None:

@@ -39,6 +39,7 @@ from cdclake.engine.faults import crash_point
 from cdclake.engine.lake import (
     COMPATIBLE,
     FEATURE_PROPERTIES,
+    commit_metric,
     commit_tag,
     delta_ref,
     history_path,
@@ -46,6 +47,7 @@ from cdclake.engine.lake import (
     is_delta_table,
     quote,
     sql_str,
+    table_version,
 )
 from cdclake.errors import CdcError
 from cdclake.hadoopfs import hadoop_delete, hadoop_fs, hadoop_list
@@ -415,19 +417,25 @@ class TargetTables:
         """Rows read from the source (canonical columns) as target rows: ``__op = 'r'`` at ``seq``."""
         return canonical.selectExpr(*typed_select(self.types, schema), *_read_meta("r", seq, position))
 
-    def write_snapshot(self, path: str, schema: TableSchema, canonical: DataFrame, seq: int, position: str) -> None:
-        """Replace the target with snapshot rows (``__op = 'r'``, all at the snapshot sequence)."""
+    def write_snapshot(self, path: str, schema: TableSchema, canonical: DataFrame, seq: int, position: str) -> int:
+        """Replace the target with snapshot rows (``__op = 'r'``, all at the snapshot sequence); the number of
+        rows written (from the commit's metrics: the rows are not read again to count them)."""
         schema = self.columns.lake_schema(schema)
         self.create(path, schema, replace=True)
         typed = self._read_rows(schema, canonical, seq, position)
         if self.soft:
             typed = typed.selectExpr("*", f"false AS `{META_DELETED}`")
         typed.write.format("delta").mode("append").save(path)
+        written = table_version(self.spark, path)
+        rows = None if written is None else commit_metric(self.spark, path, written[1], "numOutputRows")
+        if rows is None:  # a commit without metrics (e.g. written with them off)
+            rows = self.spark.read.format("delta").load(path).count()
         if self.keep_history:  # from the written target, so the source is read once
             deleted = [] if self.soft else [f"false AS `{META_DELETED}`"]
             first = self.spark.read.format("delta").load(path).selectExpr(
                 "*", *deleted, f"CAST(NULL AS DECIMAL(38,0)) AS `{VALID_TO}`")
             first.write.format("delta").mode("append").save(history_path(path))
+        return rows
 
     def merge_reread(self, path: str, schema: TableSchema, key_columns: list[str], canonical: DataFrame, seq: int,
                      position: str, where: str | None, removed_later: DataFrame, truncated_later: bool,
