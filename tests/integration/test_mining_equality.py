@@ -59,7 +59,8 @@ def test_random_workload_with_ddl_equals_source(spark, mariadb, fresh_database, 
                     f"PRIMARY KEY (k, region))")
     next_id = [0]
     _random_transactions(mariadb, db, rng, 40, next_id)
-    pipeline = make_pipeline(spark, mariadb, db, tmp_path / "lake", "eq")
+    # flushes of 100 rows: the larger windows stage rows before bronze, the smaller ones do not
+    pipeline = make_pipeline(spark, mariadb, db, tmp_path / "lake", "eq", extra="mining:\n  flush_rows: 100\n")
     snap = pipeline.snapshot()
     assert sorted(snap.tables) == [f"{db}.acct", f"{db}.kv"]
     tables = [f"{db}.acct", f"{db}.kv"]

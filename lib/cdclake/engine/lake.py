@@ -8,7 +8,7 @@ Layout under ``lake.root/<pipeline>/``::
     _cdclake/schema_history/      every DDL with its position and resulting schema
     _cdclake/runs/                run log with metrics
     _cdclake/dead_letters/        events that could not be applied
-    _cdclake/staging/window=N/    mined rows of a window before its bronze commit
+    _cdclake/staging/window=N/    mined rows of a window before its bronze commit (log records: from its second flush)
     _cdclake/inflight/            changes of transactions still open at a window's end (frame sources)
     _cdclake/transactions/        every transaction that ended: committed, rolled back or abandoned
     _cdclake/quality/             data-quality results: one row per expectation checked (quality:)

@@ -41,7 +41,7 @@ from cdclake.engine.history import HistoryEntry, entries_for_ddl, registry_befor
 from cdclake.engine.inflight import ABANDONED, InflightBuffer
 from cdclake.engine.quality import QualityChecks
 from cdclake.errors import CdcError, TablesParkedError
-from cdclake.hadoopfs import hadoop_delete, hadoop_path_exists
+from cdclake.hadoopfs import hadoop_delete
 from cdclake.spi import Ddl, LogRecord, MinedWindow, Position, RowChange, WindowEnd, WindowRequest
 
 if TYPE_CHECKING:
@@ -202,6 +202,14 @@ class WindowMiner:
             ("before", pa.string()), ("after", pa.string()),
         ])
 
+        held: list[pa.Table] = []  # the first flush, kept: a window of one flush goes to bronze without staging
+        staged_any = False
+
+        def write_staged(table: pa.Table) -> None:
+            nonlocal staged_any
+            self.spark.createDataFrame(table, schema=BRONZE_DDL).write.mode("append").parquet(staged)
+            staged_any = True
+
         def stage(rows: list[EventRow]) -> None:
             table = pa.table({
                 "window_id": [wid] * len(rows), "source_table": [r.source_table for r in rows],
@@ -210,7 +218,13 @@ class WindowMiner:
                 "commit_ts": [r.commit_ts for r in rows], "schema_version": [r.schema_version for r in rows],
                 "before": [r.before for r in rows], "after": [r.after for r in rows],
             }, schema=arrow_schema)
-            self.spark.createDataFrame(table, schema=BRONZE_DDL).write.mode("append").parquet(staged)
+            if not staged_any and not held:
+                held.append(table)
+                return
+            for earlier in held:  # a second flush: both go to staging (at most two flushes held at once)
+                write_staged(earlier)
+            held.clear()
+            write_staged(table)
 
         mining = ctx.config.mining
         assembler = TransactionAssembler(stage, self._on_ddl, mining.flush_rows, mining.spill_rows, self.floors)
@@ -237,7 +251,10 @@ class WindowMiner:
         stats = assembler.stats
         marker = {"end": end.to_dict(), "events": stats.events, "transactions": stats.transactions,
                   "rolled_back": stats.rolled_back, "rows_by_table": stats.rows_by_table}
-        rows = self.spark.read.schema(BRONZE_DDL).parquet(staged) if hadoop_path_exists(self.spark, staged) else None
+        if held:
+            rows = self.spark.createDataFrame(held[0], schema=BRONZE_DDL)
+        else:
+            rows = self.spark.read.schema(BRONZE_DDL).parquet(staged) if staged_any else None
         ctx.bronze.commit(wid, rows, end, marker, self.bronze_app)
         crash_point("bronze")
         hadoop_delete(self.spark, self.staging)
