@@ -192,13 +192,17 @@ class WindowApplier:
         self.targets = ctx.targets
 
     def apply_window(self, window: WindowState, end: Position, states: dict[str, TableState],
-                     report: RunReport) -> dict[str, TableState]:
-        """Apply window ``window`` (in bronze already) to every table it touches; the tables' new states."""
+                     report: RunReport, rows_known_none: bool = False) -> dict[str, TableState]:
+        """Apply window ``window`` (in bronze already) to every table it touches; the tables' new states.
+        ``rows_known_none``: the window's bronze holds no change rows (its marker says so), so no pass
+        over it is made; its DDL is still applied."""
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
         wid = window.window_id
-        bronze = self.ctx.bronze.changes(wid).persist(StorageLevel.MEMORY_AND_DISK)
+        bronze = self.ctx.bronze.changes(wid)
+        if not rows_known_none:
+            bronze = bronze.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             entries = self.ctx.control.history_through_window(wid)
             ddl = window_ddl(entries, wid)
@@ -214,7 +218,7 @@ class WindowApplier:
                 F.count(F.lit(1)).alias("n"), F.count_if(change).alias("changes"),
                 F.max(partial).alias("partial"),
                 F.collect_list(F.when(F.col("op") == "t", F.col("seq"))).alias("t"))
-            for r in per_stretch.collect():
+            for r in [] if rows_known_none else per_stretch.collect():
                 table = r.source_table
                 counts[table] = counts.get(table, 0) + int(r.n)
                 if r.t:

@@ -120,11 +120,13 @@ def mine(ctx: PipelineContext, report: RunReport, max_events: int | None) -> dic
         ctx.source.check_available(start)
         parked = {t for t, s in all_states.items() if s.status == TABLE_PARKED}
         end = WindowMiner(ctx, window, states, report, parked=parked).mine()
+        no_rows = report.events == 0
     else:
         end = ctx.position(marker["end"])
+        no_rows = marker.get("events") == 0
     report.end = end.describe()
     report.phase("mine")
-    new_states = WindowApplier(ctx).apply_window(window, end, states, report)
+    new_states = WindowApplier(ctx).apply_window(window, end, states, report, rows_known_none=no_rows)
     report.phase("apply")
     quality.check_window(window.window_id, report)  # a failed gate stops before the checkpoint
     crash_point("applied")
