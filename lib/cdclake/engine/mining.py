@@ -204,15 +204,15 @@ class WindowMiner:
             ("before", pa.string()), ("after", pa.string()),
         ])
 
-        held: list[pa.Table] = []  # the first flush, kept: a window of one flush goes to bronze without staging
-        staged_any = False
+        # The first flush is held: a window of one flush goes to bronze without the staging round trip.
+        first: pa.Table | None = None
+        flushes = 0
 
         def write_staged(table: pa.Table) -> None:
-            nonlocal staged_any
             self.spark.createDataFrame(table, schema=BRONZE_DDL).write.mode("append").parquet(staged)
-            staged_any = True
 
         def stage(rows: list[EventRow]) -> None:
+            nonlocal first, flushes
             table = pa.table({
                 "window_id": [wid] * len(rows), "source_table": [r.source_table for r in rows],
                 "op": [r.op for r in rows], "seq": [Decimal(r.seq) for r in rows],
@@ -220,12 +220,13 @@ class WindowMiner:
                 "commit_ts": [r.commit_ts for r in rows], "schema_version": [r.schema_version for r in rows],
                 "before": [r.before for r in rows], "after": [r.after for r in rows],
             }, schema=arrow_schema)
-            if not staged_any and not held:
-                held.append(table)
+            flushes += 1
+            if flushes == 1:
+                first = table
                 return
-            for earlier in held:  # a second flush: both go to staging (at most two flushes held at once)
-                write_staged(earlier)
-            held.clear()
+            if first is not None:  # a second flush: both go to staging (at most two flushes held at once)
+                write_staged(first)
+                first = None
             write_staged(table)
 
         mining = ctx.config.mining
@@ -253,10 +254,10 @@ class WindowMiner:
         stats = assembler.stats
         marker = {"end": end.to_dict(), "events": stats.events, "transactions": stats.transactions,
                   "rolled_back": stats.rolled_back, "rows_by_table": stats.rows_by_table}
-        if held:
-            rows = self.spark.createDataFrame(held[0], schema=BRONZE_DDL)
+        if first is not None:
+            rows = self.spark.createDataFrame(first, schema=BRONZE_DDL)
         else:
-            rows = self.spark.read.schema(BRONZE_DDL).parquet(staged) if staged_any else None
+            rows = self.spark.read.schema(BRONZE_DDL).parquet(staged) if flushes else None
         ctx.bronze.commit(wid, rows, end, marker, self.bronze_app)
         crash_point("bronze")
         hadoop_delete(self.spark, self.staging)
