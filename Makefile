@@ -26,6 +26,7 @@ lint: setup
 	.venv/bin/lint-imports --no-logo
 
 bench: setup
+	$(PY) benchmarks/run_small_runs.py
 	$(PY) benchmarks/run_mysql_bench.py
 
 bench-oracle: setup

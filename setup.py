@@ -37,12 +37,14 @@ setup(
         "orjson>=3.9",
         "jinja2>=3.1",  # cdclake report (HTML, autoescaped)
         "tqdm>=4.66",  # progress bars of snapshots and backfills in a terminal
+        # delta-rs: status and the idle check of mine read the control tables without Spark (engine.lakeview);
+        # the tests also open the lake with it as other readers do. 1.6.6 tested
+        "deltalake>=1.6,<2",
     ],
     extras_require={
         **source_extras,
         "sources": sorted({r for reqs in source_extras.values() for r in reqs}),  # every source
-        "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.6", "ruff>=0.6", "import-linter>=2.13",
-                 "deltalake>=1.6,<2"],  # delta-rs: tests that other readers open the lake; 1.6.6 tested
+        "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.6", "ruff>=0.6", "import-linter>=2.13"],
         "quality": ["great-expectations>=1.24,<2"],  # data-quality gates (quality:); 1.24.1 tested
     },
     entry_points={"console_scripts": ["cdclake=cdclake.cli:main"]},

@@ -108,7 +108,21 @@ def mine(ctx: click.Context, config: str, max_events: int | None, snapshot_missi
     made: list[Pipeline] = []
 
     def go() -> None:
-        pipeline = _pipeline(config)
+        from cdclake.config import load_config
+        from cdclake.engine.lakeview import NotReadable
+        from cdclake.engine.mining import nothing_to_mine
+        from cdclake.engine.pipeline import Pipeline
+
+        loaded = load_config(config)
+        try:  # without starting Spark: most runs of a pipeline scheduled often find nothing new
+            idle = nothing_to_mine(Pipeline.context_without_spark(loaded), snapshot_missing)
+        except NotReadable:
+            idle = None
+        if idle is not None:
+            click.echo(f"nothing new: every table stands at the log end {idle.end} (window {idle.window_id}); "
+                       "nothing written")
+            return
+        pipeline = Pipeline.from_config(loaded)
         made.append(pipeline)
         if snapshot_missing:
             from cdclake.progress import progress_bar
@@ -122,6 +136,10 @@ def mine(ctx: click.Context, config: str, max_events: int | None, snapshot_missi
                 for t in s.tables:
                     click.echo(f"snapshot {t}: {s.rows_by_table.get(t, 0)} rows at {s.start}")
         r = pipeline.mine(max_events)
+        if r.idle:
+            click.echo(f"nothing new: every table stands at the log end {r.end} (window {r.window_id}); "
+                       "nothing written")
+            return
         click.echo(
             f"window {r.window_id}{' (resumed)' if r.resumed else ''}: {r.start} -> {r.end}, "
             f"{r.events} events in {r.transactions} transactions, {r.duration_s:.1f}s"
@@ -284,9 +302,14 @@ def status(ctx: click.Context, config: str, as_json: bool) -> None:
     the source's log end (docs/operations.md, "Lag")."""
 
     def go() -> None:
+        from cdclake.engine.lakeview import NotReadable
+        from cdclake.engine.pipeline import Pipeline
         from cdclake.engine.status import describe, status_report
 
-        report = status_report(_pipeline(config).ctx)
+        try:  # the lake view answers without starting Spark where the lake allows it
+            report = status_report(Pipeline.context_without_spark(config))
+        except NotReadable:
+            report = status_report(_pipeline(config).ctx)
         tables, overall = report["tables"], report["pipeline"]
         if as_json:
             click.echo(json.dumps({"pipeline": overall, "tables": tables}, indent=2, default=str))

@@ -89,7 +89,7 @@ def test_workload_mined_window_by_window_equals_source(driver: Driver, spark, tm
                 windows += 1
             report = pipeline.mine()
             assert not report.resumed, what
-        windows += 1
+        windows += 0 if report.idle else 1  # a run that finds every table at the log end writes no window
         _compared(driver, pipeline, work.tables, what, ops)
         for table in work.dropped:  # a dropped table's mirror is empty (its history stays in time travel)
             rows = _live_rows(spark, pipeline.layout.target(driver.source_table(table)))
@@ -99,7 +99,7 @@ def test_workload_mined_window_by_window_equals_source(driver: Driver, spark, tm
     targets = {t: pipeline.layout.target(driver.source_table(t)) for t in work.tables}
     versions = {t: _version(spark, path) for t, path in targets.items() if is_delta_table(spark, path)}
     idle = pipeline.mine()
-    windows += 1
+    windows += 0 if idle.idle else 1
     assert idle.events == 0 and not idle.resumed, idle
     assert {t: _version(spark, targets[t]) for t in versions} == versions, "an idle run wrote to a target"
     _compared(driver, pipeline, work.tables, "after an idle run", [])

@@ -10,7 +10,7 @@ import contextlib
 import copy
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from decimal import Decimal
@@ -32,6 +32,7 @@ from cdclake.engine.lake import (
     sql_str,
     table_version,
 )
+from cdclake.engine.lakeview import LakeView, NotReadable, rows_of
 from cdclake.errors import CdcError
 from cdclake.hadoopfs import hadoop_delete, hadoop_list, hadoop_read_text, hadoop_write_text
 from cdclake.schema import TableSchema
@@ -95,7 +96,7 @@ class TableState:
 class ControlTables:
     """Reads and writes the pipeline's control tables."""
 
-    def __init__(self, spark: SparkSession, layout: LakeLayout, table_features: str | None = None) -> None:
+    def __init__(self, spark: SparkSession | None, layout: LakeLayout, table_features: str | None = None) -> None:
         self.spark = spark
         self.layout = layout
         self.configured_features = table_features  # lake.table_features; None: the lake's own
@@ -103,6 +104,22 @@ class ControlTables:
         self._cache: dict[str, Any] | None = None  # reads kept within a locked run (run_cache)
         # what the last run that ended well had read, by the (table id, version) it is valid for
         self._kept: dict[str, tuple[tuple[str, int], Any]] = {}
+        self.view = LakeView.for_root(layout.root)  # reads without Spark where the lake allows them
+
+    def _read(self, through_view: Callable[[LakeView], Any], through_spark: Callable[[], Any]) -> Any:
+        """``through_view(view)``, or ``through_spark()`` where there is no view or it cannot read the table."""
+        if self.view is not None:
+            try:
+                return through_view(self.view)
+            except NotReadable:
+                if self.spark is None:
+                    raise
+        if self.spark is None:
+            raise NotReadable(f"the lake at {self.layout.root} is read through Spark and this context has none")
+        return through_spark()
+
+    def _version(self, path: str) -> tuple[str, int] | None:
+        return self._read(lambda view: view.version(path), lambda: table_version(self.spark, path))
 
     def _kept_table(self, key: str) -> str:
         return {"latest": self.layout.checkpoints, "history": self.layout.schema_history}[key]
@@ -122,12 +139,12 @@ class ControlTables:
         self._cache = {}
         kept, self._kept = self._kept, {}
         for key, (at, value) in kept.items():
-            if table_version(self.spark, self._kept_table(key)) == at:
+            if self._version(self._kept_table(key)) == at:
                 self._cache[key] = value
         try:
             yield
             for key in ("latest", "history"):
-                at = table_version(self.spark, self._kept_table(key)) if key in self._cache else None
+                at = self._version(self._kept_table(key)) if key in self._cache else None
                 if at is not None:
                     self._kept[key] = (at, self._cache[key])
         finally:
@@ -165,7 +182,8 @@ class ControlTables:
                      {FEATURES_PROPERTY: self.configured_features or COMPATIBLE})
 
     def exists(self) -> bool:
-        return is_delta_table(self.spark, self.layout.checkpoints)
+        path = self.layout.checkpoints
+        return bool(self._read(lambda view: view.exists(path), lambda: is_delta_table(self.spark, path)))
 
     def table_features(self) -> str:
         """The mode new target tables are made in: the lake's (recorded when it was made; a lake made
@@ -178,8 +196,10 @@ class ControlTables:
             return self._features
         lake: str | None = None
         if self.exists():
-            props = self.spark.sql(f"SHOW TBLPROPERTIES {delta_ref(self.layout.checkpoints)}").collect()
-            lake = next((r.value for r in props if r.key == FEATURES_PROPERTY), None) or SPARK
+            path = self.layout.checkpoints
+            props = self._read(lambda view: view.configuration(path), lambda: {
+                r.key: r.value for r in self.spark.sql(f"SHOW TBLPROPERTIES {delta_ref(path)}").collect()})
+            lake = props.get(FEATURES_PROPERTY) or SPARK
         configured = self.configured_features
         if lake is not None and configured is not None and configured != lake:
             raise CdcError(
@@ -239,7 +259,8 @@ class ControlTables:
         return f"{self.layout.plans}/{PLAN_PREFIX}{int(window_id)}.json"
 
     def _read_plan(self, window_id: int) -> WindowState | None:
-        text = hadoop_read_text(self.spark, self._plan_path(window_id))
+        path = self._plan_path(window_id)
+        text = self._read(lambda view: view.read_text(path), lambda: hadoop_read_text(self.spark, path))
         if text is None:
             return None
         plan = json.loads(text)
@@ -249,14 +270,26 @@ class ControlTables:
 
     def _read_latest(self) -> tuple[dict[str, TableState], WindowState | None]:
         """Each table's latest state and the latest window, in one read of the checkpoints table."""
+        rows = self._read(self._latest_rows_of_view, self._latest_rows_of_spark)
+        window = next((self._window_state(r) for r in rows if r.kind == "window"), None)
+        return {r.table_name: self._table_state(r) for r in rows if r.kind == "table"}, window
+
+    def _latest_rows_of_view(self, view: LakeView) -> list[Any]:
+        table = view.read(self.layout.checkpoints)
+        newest: dict[tuple[str, str | None], Any] = {}
+        for r in rows_of(table) if table is not None else []:
+            key = (r.kind, r.table_name)
+            if r.kind in ("table", "window") and (key not in newest or r.rev > newest[key].rev):
+                newest[key] = r
+        return list(newest.values())
+
+    def _latest_rows_of_spark(self) -> list[Any]:
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         w = Window.partitionBy("kind", "table_name").orderBy(F.col("rev").desc())
-        rows = (read_delta(self.spark, self.layout.checkpoints).where("kind IN ('table', 'window')")
+        return (read_delta(self.spark, self.layout.checkpoints).where("kind IN ('table', 'window')")
                 .withColumn("_rn", F.row_number().over(w)).where("_rn = 1").collect())
-        window = next((self._window_state(r) for r in rows if r.kind == "window"), None)
-        return {r.table_name: self._table_state(r) for r in rows if r.kind == "table"}, window
 
     @staticmethod
     def _window_state(r: Any) -> WindowState:
@@ -443,10 +476,20 @@ class ControlTables:
         return self._read_history(where)
 
     def _read_history(self, where: str | None) -> list[HistoryEntry]:
-        df = read_delta(self.spark, self.layout.schema_history)
-        if where:
-            df = df.where(where)
-        return [self._history_entry(r) for r in df.orderBy("seq", "version").collect()]
+        def through_view(view: LakeView) -> list[HistoryEntry]:
+            if where is not None:
+                raise NotReadable("a filtered history read goes through Spark")
+            table = view.read(self.layout.schema_history)
+            entries = [self._history_entry(r) for r in rows_of(table)] if table is not None else []
+            return sorted(entries, key=lambda e: (e.seq, e.version))
+
+        def through_spark() -> list[HistoryEntry]:
+            df = read_delta(self.spark, self.layout.schema_history)
+            if where:
+                df = df.where(where)
+            return [self._history_entry(r) for r in df.orderBy("seq", "version").collect()]
+
+        return self._read(through_view, through_spark)
 
     @staticmethod
     def _history_entry(r: Any) -> HistoryEntry:
@@ -479,7 +522,14 @@ class ControlTables:
         df.write.format("delta").mode("append").save(self.layout.runs)
 
     def last_runs(self, limit: int = 20) -> list[Any]:
-        return read_delta(self.spark, self.layout.runs).orderBy("started_at", ascending=False).limit(limit).collect()
+        """The newest ``limit`` rows of the run log, newest first."""
+        def through_view(view: LakeView) -> list[Any]:
+            table = view.read(self.layout.runs)
+            rows = rows_of(table) if table is not None else []
+            return sorted(rows, key=lambda r: r.started_at, reverse=True)[:limit]
+
+        return self._read(through_view, lambda: read_delta(self.spark, self.layout.runs).orderBy(
+            "started_at", ascending=False).limit(limit).collect())
 
     def dead_letter_write(self, df: Any, app_id: str, version: int) -> None:
         with idempotent_write(self.spark, app_id, version):

@@ -18,6 +18,7 @@ A kill at any instant leaves a window that the next run finishes with the same b
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 from datetime import timedelta
 from decimal import Decimal
@@ -90,6 +91,40 @@ def next_window(last: WindowState | None, states: dict[str, TableState], end_lim
 def window_open(window: WindowState | None) -> bool:
     """Whether ``window`` was planned and not finished (a run must finish it first)."""
     return window is not None and window.status not in (WINDOW_APPLIED, WINDOW_CANCELLED)
+
+
+def nothing_to_mine(ctx: PipelineContext, snapshot_missing: bool = False) -> RunReport | None:
+    """The report of a mining run with nothing to do, or None when there may be something.
+
+    Nothing to do: no window is open, every streaming table stands at the source's log end now, none is
+    parked or waits for a re-read (and, with ``snapshot_missing``, no captured table lacks a snapshot).
+    Such a run writes nothing: no window, no run-log row, no lock. It only reads (the control tables
+    through the lake view: no Spark needed where the lake allows it), so it holds no lock either: a run
+    that starts meanwhile opens a window, which the next check sees.
+    """
+    from cdclake.engine.runs import RunReport
+
+    if not ctx.control.exists():
+        return None
+    window = ctx.control.last_window()
+    if window is None or window_open(window):
+        return None
+    states = ctx.control.table_states()
+    streaming = [s for s in states.values() if s.status == TABLE_STREAMING]
+    if not streaming or any(s.status == TABLE_PARKED for s in states.values()) \
+            or any("reread_seq" in s.detail for s in streaming):
+        return None
+    ctx.source.preflight()
+    if snapshot_missing and any(states.get(t) is None or states[t].status != TABLE_STREAMING
+                                for t in ctx.source.captured_tables()):
+        return None
+    end = ctx.source.current_position()
+    if any(ctx.position(s.position).ordinal != end.ordinal for s in streaming):
+        return None
+    report = RunReport("", "mine", window_id=window.window_id, start=end.describe(), end=end.describe())
+    report.idle = True
+    report.duration_s = time.time() - report.started_at
+    return report
 
 
 # ---- the run ----------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdclake.engine.context import PipelineContext
 from cdclake.engine.maintenance import MaintenanceReport, maintain
-from cdclake.engine.mining import mine, stop_on_parked
+from cdclake.engine.mining import mine, nothing_to_mine, stop_on_parked
 from cdclake.engine.repair.backfill import reread_marked, run_backfill
 from cdclake.engine.repair.reconcile import DEFAULT_CHUNKS, DEFAULT_MAX_KEYS, ReconcileReport, reconcile
 from cdclake.engine.runs import RunReport
@@ -90,6 +90,19 @@ class Pipeline:
                                                             config.mining.skip_unparsable_ddl))
         return cls(config, source, spark)
 
+    @staticmethod
+    def context_without_spark(config: PipelineConfig | str | os.PathLike[str]) -> PipelineContext:
+        """The context of a pipeline file with no Spark session, for what the lake view reads
+        (:mod:`cdclake.engine.lakeview`): ``status`` and the idle check of ``mine``. Whatever needs Spark
+        raises :class:`~cdclake.engine.lakeview.NotReadable`; then build the pipeline with :meth:`from_config`."""
+        from cdclake.config import load_config
+
+        if isinstance(config, (str, os.PathLike)):
+            config = load_config(config)
+        source = create_source(config.source, SourceContext(config.pipeline, config.lake.root,
+                                                            config.mining.skip_unparsable_ddl))
+        return PipelineContext.create(config, source, None)  # type: ignore[arg-type]
+
     def key_columns(self, schema: TableSchema) -> list[str]:
         return self.ctx.key_columns(schema)
 
@@ -102,7 +115,11 @@ class Pipeline:
         return report
 
     def mine(self, max_events: int | None = None) -> RunReport:
-        """One bounded mining window (the stored position to the log end now, or ``max_events``), applied."""
+        """One bounded mining window (the stored position to the log end now, or ``max_events``), applied.
+        When every table already stands at the log end, nothing is written (``report.idle``)."""
+        idle = nothing_to_mine(self.ctx)
+        if idle is not None:
+            return idle
         with self.ctx.runs.run("mine") as report:
             states = mine(self.ctx, report, max_events or self.config.mining.max_events)
         reread_marked(self.ctx, states)  # rows a schema change did to what the log does not say: read again

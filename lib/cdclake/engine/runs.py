@@ -38,6 +38,7 @@ class RunReport:
     tables: list[str] = field(default_factory=list)
     duration_s: float = 0.0
     resumed: bool = False
+    idle: bool = False  # a mining run that found nothing to do and wrote nothing (mining.nothing_to_mine)
     started_at: float = field(default_factory=time.time)
     phases: dict[str, float] = field(default_factory=dict)  # seconds per step (metrics, benchmarks)
     _mark: float = field(default_factory=time.time)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdclake.engine.control import TABLE_PARKED, TABLE_STREAMING
 from cdclake.engine.lake import is_delta_table, read_delta
+from cdclake.engine.lakeview import LakeView, NotReadable
 from cdclake.errors import CdcError
 from cdclake.spi.logrows import KIND_CHANGE, KIND_PIECE
 from cdclake.spi.source import PENDING_SCAN_EVENTS, PendingChanges
@@ -64,12 +65,7 @@ def status_report(ctx: PipelineContext, clock: Clock = time.time, max_events: in
     for table in sorted(states):
         s = states[table]
         path = ctx.layout.target(table)
-        count = None
-        if rows and is_delta_table(ctx.spark, path):
-            df = read_delta(ctx.spark, path)
-            if ctx.targets.soft:
-                df = df.where("NOT `__deleted`")
-            count = df.count()
+        count = _target_rows(ctx, path) if rows else None
         out.append({
             "source_table": table,
             "delta_path": path,
@@ -101,8 +97,9 @@ def lag_of(ctx: PipelineContext, states: Mapping[str, TableState], clock: Clock 
                  if s.status == TABLE_STREAMING and s.position and captures(t)}
     pending = PendingChanges(note="no table is streaming yet")
     if positions:
+        carried = _carried(ctx, set(positions))
         try:
-            pending = ctx.source.pending_changes(positions, _carried(ctx, set(positions)), max_events)
+            pending = ctx.source.pending_changes(positions, carried, max_events)
         except CdcError as exc:
             pending = PendingChanges(note=exc.problem)
         except Exception as exc:  # status shows what it can; the lag is then unknown, with the reason
@@ -141,9 +138,39 @@ def describe(entry: Mapping[str, Any]) -> str:
     return f"unknown{f' ({note})' if note else ''}"
 
 
+def _target_rows(ctx: PipelineContext, path: str) -> int | None:
+    """Rows of the target at ``path`` (live rows with soft deletes), None if it does not exist."""
+    view = ctx.control.view
+    if view is not None:
+        try:
+            return view.rows(path, "__deleted" if ctx.targets.soft else None)
+        except NotReadable:
+            if ctx.spark is None:
+                raise
+    if ctx.spark is None:
+        raise NotReadable(f"{path} is read through Spark and this context has none")
+    if not is_delta_table(ctx.spark, path):
+        return None
+    df = read_delta(ctx.spark, path)
+    if ctx.targets.soft:
+        df = df.where("NOT `__deleted`")
+    return df.count()
+
+
 def _carried(ctx: PipelineContext, tables: set[str]) -> dict[str, frozenset[str]]:
     """Transactions open at the positions whose changes the lake holds in flight: txid -> tables."""
-    if ctx.source.windows_end_on_transaction_boundaries or not is_delta_table(ctx.spark, ctx.layout.inflight):
+    if ctx.source.windows_end_on_transaction_boundaries:
+        return {}
+    view = ctx.control.view
+    if view is not None:
+        try:
+            return _carried_of_view(ctx, view, tables)
+        except NotReadable:
+            if ctx.spark is None:
+                raise
+    if ctx.spark is None:
+        raise NotReadable("the in-flight buffer is read through Spark and this context has none")
+    if not is_delta_table(ctx.spark, ctx.layout.inflight):
         return {}
     rows = read_delta(ctx.spark, ctx.layout.inflight).where(
         f"kind IN ('{KIND_CHANGE}', '{KIND_PIECE}') AND source_table IS NOT NULL").select("txid", "source_table")
@@ -153,6 +180,25 @@ def _carried(ctx: PipelineContext, tables: set[str]) -> dict[str, frozenset[str]
     for r in rows.distinct().limit(CARRIED_LIMIT).collect():
         if r.source_table in tables:
             out.setdefault(r.txid, set()).add(r.source_table)
+    return {txid: frozenset(ts) for txid, ts in out.items()}
+
+
+def _carried_of_view(ctx: PipelineContext, view: LakeView, tables: set[str]) -> dict[str, frozenset[str]]:
+    """:func:`_carried` through the lake view: the in-flight rows' (txid, table) pairs, less ended transactions."""
+    if not view.exists(ctx.layout.inflight):
+        return {}
+    paths = {"i": ctx.layout.inflight}
+    ended = ""
+    if view.exists(ctx.layout.transactions):
+        paths["e"] = ctx.layout.transactions
+        ended = ' AND NOT EXISTS (SELECT 1 FROM e WHERE e."txid" = i."txid")'
+    rows = view.query(
+        f'SELECT DISTINCT i."txid", i."source_table" FROM i WHERE i."kind" IN (\'{KIND_CHANGE}\', \'{KIND_PIECE}\') '
+        f'AND i."source_table" IS NOT NULL{ended} LIMIT {CARRIED_LIMIT}', **paths)
+    out: dict[str, set[str]] = {}
+    for txid, table in zip(rows.column("txid").to_pylist(), rows.column("source_table").to_pylist(), strict=True):
+        if table in tables:
+            out.setdefault(txid, set()).add(table)
     return {txid: frozenset(ts) for txid, ts in out.items()}
 
 
