@@ -19,7 +19,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 # The virtualenvs' packages go in with uv (PyPI's packages, resolved as pip does; downloads in parallel and
-# a shared cache: a third of pip's time). Bytecode is compiled on first import, for the modules used only.
+# a shared cache: a third of pip's time).
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
@@ -46,12 +46,21 @@ fetch_jars() {
 fetch_jars &
 fetching=$!
 
+# Bytecode written now: an environment with PYTHONDONTWRITEBYTECODE=1 (this machine's) never writes it on
+# import, so every process (each cdclake command, each Spark Python worker) would compile its imports again:
+# measured 2.1 s -> 0.8 s to import the command line's modules. Stale files are ignored (mtime check).
+compile_bytecode() { "$1" -m compileall -q -j 0 "${@:2}" >/dev/null 2>&1 || true; }
+compile_bytecode .venv/bin/python .venv/lib/python3*/site-packages lib &
+compiling=$!
+
 # Airflow 3 in its own virtualenv, with cdclake (no dependencies) for the DAG factory.
 if [ ! -x .venv-airflow/bin/python ]; then
   python3 -m venv --without-pip .venv-airflow
 fi
 uv_install .venv-airflow/bin/python -r tools/airflow-requirements.txt
 uv_install .venv-airflow/bin/python --no-deps -e .
+wait "$compiling"
+compile_bytecode .venv-airflow/bin/python .venv-airflow/lib/python3*/site-packages
 
 wait "$fetching"
 
