@@ -60,6 +60,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="rows of the small MERGE target (default: --table-size); the big one is 10x")
     ap.add_argument("--merge-factor", type=int, default=10, help="size ratio of the big MERGE target")
     ap.add_argument("--buffer-pool", default="1G", help="InnoDB buffer pool of the throwaway server")
+    ap.add_argument("--lake", default="",
+                    help="more keys of the pipeline file's lake: block, as YAML flow items, e.g. \"table_features: "
+                         "spark, table_properties: {delta.enableDeletionVectors: 'true'}\"")
     ap.add_argument("--no-warmup", action="store_true", help="skip the untimed JVM/InnoDB warm-up read")
     ap.add_argument("--workdir", default=None, help="lake/scratch dir (default: a temp dir, removed)")
     ap.add_argument("--out", default=str(HERE / "out" / "results.json"))
@@ -377,7 +380,7 @@ source:
   server_id: 777
   include_tables: ['sbtest\\.sbtest1']
   snapshot: {{partitions: {args.partitions}}}
-lake: {{root: {lake}}}
+lake: {{root: {lake}{", " + args.lake if args.lake else ""}}}
 """)
             pipeline = Pipeline.from_config(cfg, app_name="cdclake-bench")
             pipeline.spark.sparkContext.setLogLevel("ERROR")
