@@ -282,6 +282,7 @@ def bench_mining(args, db, pipeline) -> dict:
         "rows_by_table": report.rows_by_table,
         "mine_report_duration_s": round(report.duration_s, 3),
         "mine_wall_s": round(mine_wall, 3),
+        "mine_phases_s": dict(report.phases),  # mine (decode, assembly, bronze), apply (MERGE), checkpoint
         "end_to_end_changes_per_s": e2e,
         "pylib_rows": lib_rows,
         "pylib_rows_by_kind": lib_counts,
@@ -412,7 +413,8 @@ lake: {{root: {lake}{", " + args.lake if args.lake else ""}}}
         ("python-mysql-replication decode", f"{m['pylib_decode_s']:.2f} s  {m['pylib_rows_per_s']:,.0f} rows/s "
                                             f"({m['pylib_rows']} rows)"),
         ("mariadb-binlog -v DECODE-ROWS", f"{m['mysqlbinlog_s']:.2f} s  {m['mysqlbinlog_rows_per_s']:,.0f} rows/s"),
-        ("ratio end-to-end / mariadb-binlog", f"{m['ratio_end_to_end_vs_mysqlbinlog']} (aim >= 0.5)"),
+        ("... of which", ", ".join(f"{k} {v:.1f} s" for k, v in m["mine_phases_s"].items())),
+        ("ratio end-to-end / mariadb-binlog", f"{m['ratio_end_to_end_vs_mysqlbinlog']} (aim >= 0.3 at 1M changes)"),
     ])
     print_table(f"3. MERGE of the same {g['bronze_rows']} bronze rows", [
         *[(f"target {t['target_rows']:,} rows", f"{t['merge_s']:.2f} s") for t in g["targets"]],
