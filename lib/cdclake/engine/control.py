@@ -106,7 +106,7 @@ class ControlTables:
         self._kept: dict[str, tuple[tuple[str, int], Any]] = {}
         self.view = LakeView.for_root(layout.root)  # reads without Spark where the lake allows them
 
-    def _read(self, through_view: Callable[[LakeView], Any], through_spark: Callable[[], Any]) -> Any:
+    def read(self, through_view: Callable[[LakeView], Any], through_spark: Callable[[], Any]) -> Any:
         """``through_view(view)``, or ``through_spark()`` where there is no view or it cannot read the table."""
         if self.view is not None:
             try:
@@ -119,7 +119,7 @@ class ControlTables:
         return through_spark()
 
     def _version(self, path: str) -> tuple[str, int] | None:
-        return self._read(lambda view: view.version(path), lambda: table_version(self.spark, path))
+        return self.read(lambda view: view.version(path), lambda: table_version(self.spark, path))
 
     def _kept_table(self, key: str) -> str:
         return {"latest": self.layout.checkpoints, "history": self.layout.schema_history}[key]
@@ -183,7 +183,7 @@ class ControlTables:
 
     def exists(self) -> bool:
         path = self.layout.checkpoints
-        return bool(self._read(lambda view: view.exists(path), lambda: is_delta_table(self.spark, path)))
+        return bool(self.read(lambda view: view.exists(path), lambda: is_delta_table(self.spark, path)))
 
     def table_features(self) -> str:
         """The mode new target tables are made in: the lake's (recorded when it was made; a lake made
@@ -197,7 +197,7 @@ class ControlTables:
         lake: str | None = None
         if self.exists():
             path = self.layout.checkpoints
-            props = self._read(lambda view: view.configuration(path), lambda: {
+            props = self.read(lambda view: view.configuration(path), lambda: {
                 r.key: r.value for r in self.spark.sql(f"SHOW TBLPROPERTIES {delta_ref(path)}").collect()})
             lake = props.get(FEATURES_PROPERTY) or SPARK
         configured = self.configured_features
@@ -260,7 +260,7 @@ class ControlTables:
 
     def _read_plan(self, window_id: int) -> WindowState | None:
         path = self._plan_path(window_id)
-        text = self._read(lambda view: view.read_text(path), lambda: hadoop_read_text(self.spark, path))
+        text = self.read(lambda view: view.read_text(path), lambda: hadoop_read_text(self.spark, path))
         if text is None:
             return None
         plan = json.loads(text)
@@ -270,7 +270,7 @@ class ControlTables:
 
     def _read_latest(self) -> tuple[dict[str, TableState], WindowState | None]:
         """Each table's latest state and the latest window, in one read of the checkpoints table."""
-        rows = self._read(self._latest_rows_of_view, self._latest_rows_of_spark)
+        rows = self.read(self._latest_rows_of_view, self._latest_rows_of_spark)
         window = next((self._window_state(r) for r in rows if r.kind == "window"), None)
         return {r.table_name: self._table_state(r) for r in rows if r.kind == "table"}, window
 
@@ -489,7 +489,7 @@ class ControlTables:
                 df = df.where(where)
             return [self._history_entry(r) for r in df.orderBy("seq", "version").collect()]
 
-        return self._read(through_view, through_spark)
+        return self.read(through_view, through_spark)
 
     @staticmethod
     def _history_entry(r: Any) -> HistoryEntry:
@@ -528,7 +528,7 @@ class ControlTables:
             rows = rows_of(table) if table is not None else []
             return sorted(rows, key=lambda r: r.started_at, reverse=True)[:limit]
 
-        return self._read(through_view, lambda: read_delta(self.spark, self.layout.runs).orderBy(
+        return self.read(through_view, lambda: read_delta(self.spark, self.layout.runs).orderBy(
             "started_at", ascending=False).limit(limit).collect())
 
     def dead_letter_write(self, df: Any, app_id: str, version: int) -> None:

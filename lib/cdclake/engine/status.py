@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdclake.engine.control import TABLE_PARKED, TABLE_STREAMING
 from cdclake.engine.lake import is_delta_table, read_delta
-from cdclake.engine.lakeview import LakeView, NotReadable
+from cdclake.engine.lakeview import LakeView
 from cdclake.errors import CdcError
 from cdclake.spi.logrows import KIND_CHANGE, KIND_PIECE
 from cdclake.spi.source import PENDING_SCAN_EVENTS, PendingChanges
@@ -140,36 +140,23 @@ def describe(entry: Mapping[str, Any]) -> str:
 
 def _target_rows(ctx: PipelineContext, path: str) -> int | None:
     """Rows of the target at ``path`` (live rows with soft deletes), None if it does not exist."""
-    view = ctx.control.view
-    if view is not None:
-        try:
-            return view.rows(path, "__deleted" if ctx.targets.soft else None)
-        except NotReadable:
-            if ctx.spark is None:
-                raise
-    if ctx.spark is None:
-        raise NotReadable(f"{path} is read through Spark and this context has none")
-    if not is_delta_table(ctx.spark, path):
-        return None
-    df = read_delta(ctx.spark, path)
-    if ctx.targets.soft:
-        df = df.where("NOT `__deleted`")
-    return df.count()
+    def through_spark() -> int | None:
+        if not is_delta_table(ctx.spark, path):
+            return None
+        df = read_delta(ctx.spark, path)
+        return (df.where("NOT `__deleted`") if ctx.targets.soft else df).count()
+
+    return ctx.control.read(lambda view: view.rows(path, "__deleted" if ctx.targets.soft else None), through_spark)
 
 
 def _carried(ctx: PipelineContext, tables: set[str]) -> dict[str, frozenset[str]]:
     """Transactions open at the positions whose changes the lake holds in flight: txid -> tables."""
     if ctx.source.windows_end_on_transaction_boundaries:
         return {}
-    view = ctx.control.view
-    if view is not None:
-        try:
-            return _carried_of_view(ctx, view, tables)
-        except NotReadable:
-            if ctx.spark is None:
-                raise
-    if ctx.spark is None:
-        raise NotReadable("the in-flight buffer is read through Spark and this context has none")
+    return ctx.control.read(lambda view: _carried_of_view(ctx, view, tables), lambda: _carried_of_spark(ctx, tables))
+
+
+def _carried_of_spark(ctx: PipelineContext, tables: set[str]) -> dict[str, frozenset[str]]:
     if not is_delta_table(ctx.spark, ctx.layout.inflight):
         return {}
     rows = read_delta(ctx.spark, ctx.layout.inflight).where(
