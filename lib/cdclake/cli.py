@@ -119,8 +119,7 @@ def mine(ctx: click.Context, config: str, max_events: int | None, snapshot_missi
         except NotReadable:
             idle = None
         if idle is not None:
-            click.echo(f"nothing new: every table stands at the log end {idle.end} (window {idle.window_id}); "
-                       "nothing written")
+            _echo_idle(idle)
             return
         pipeline = Pipeline.from_config(loaded)
         made.append(pipeline)
@@ -137,8 +136,7 @@ def mine(ctx: click.Context, config: str, max_events: int | None, snapshot_missi
                     click.echo(f"snapshot {t}: {s.rows_by_table.get(t, 0)} rows at {s.start}")
         r = pipeline.mine(max_events)
         if r.idle:
-            click.echo(f"nothing new: every table stands at the log end {r.end} (window {r.window_id}); "
-                       "nothing written")
+            _echo_idle(r)
             return
         click.echo(
             f"window {r.window_id}{' (resumed)' if r.resumed else ''}: {r.start} -> {r.end}, "
@@ -153,6 +151,11 @@ def mine(ctx: click.Context, config: str, max_events: int | None, snapshot_missi
         return lag_summary(made[0].ctx) if made else None
 
     _run(ctx.obj["debug"], go, lag)
+
+
+def _echo_idle(report: Any) -> None:
+    click.echo(f"nothing new: every table stands at the log end {report.end} (window {report.window_id}); "
+               "nothing written")
 
 
 def _window_range(text: str | None) -> tuple[int, int] | None:

@@ -81,10 +81,7 @@ class LakeView:
 
     def exists(self, path: str) -> bool:
         """Whether a Delta table is at ``path``."""
-        local = local_path(path)
-        if local is None:
-            raise NotReadable(f"{path} is not on the local file system")
-        return os.path.isdir(os.path.join(local, "_delta_log")) and self._table(path) is not None
+        return self._table(path) is not None
 
     def version(self, path: str) -> tuple[str, int] | None:
         """``(table id, version)`` of the table at ``path`` now, None if there is none."""
@@ -99,14 +96,20 @@ class LakeView:
     def query(self, sql: str, **tables: str) -> pa.Table:
         """The result of ``sql`` (DataFusion's SQL dialect) over the Delta tables ``tables`` (name -> path;
         each must exist)."""
+        opened = {}
+        for name, path in tables.items():
+            opened[name] = self._table(path)
+            if opened[name] is None:
+                raise NotReadable(f"no Delta table at {path}")
+        return self._query(sql, opened)
+
+    @staticmethod
+    def _query(sql: str, tables: dict[str, Any]) -> pa.Table:
         import pyarrow as pa
         from deltalake import QueryBuilder
 
         builder = QueryBuilder()
-        for name, path in tables.items():
-            table = self._table(path)
-            if table is None:
-                raise NotReadable(f"no Delta table at {path}")
+        for name, table in tables.items():
             builder = builder.register(name, table)
         # pa.table() of delta-rs's result would import pandas (1.6 s): a stream reader does not
         return pa.RecordBatchReader.from_stream(builder.execute(sql)).read_all()
@@ -114,18 +117,20 @@ class LakeView:
     def read(self, path: str, columns: list[str] | None = None, where: str | None = None) -> pa.Table | None:
         """The rows of the table at ``path`` (only ``columns``; only those matching the SQL ``where``), None if
         there is none. Through delta-rs's query engine: no pyarrow dataset (whose import alone takes 1.6 s)."""
-        if not self.exists(path):
+        table = self._table(path)
+        if table is None:
             return None
         select = ", ".join(f'"{c}"' for c in columns) if columns else "*"
-        return self.query(f"SELECT {select} FROM t" + (f" WHERE {where}" if where else ""), t=path)
+        return self._query(f"SELECT {select} FROM t" + (f" WHERE {where}" if where else ""), {"t": table})
 
     def rows(self, path: str, live_only: str | None = None) -> int | None:
         """How many rows the table at ``path`` holds (those whose boolean column ``live_only`` is false, when
         given, as Spark's ``WHERE NOT live_only`` counts them), None if there is none."""
-        if not self.exists(path):
+        table = self._table(path)
+        if table is None:
             return None
         where = f' WHERE NOT "{live_only}"' if live_only else ""
-        return int(self.query(f"SELECT count(*) AS n FROM t{where}", t=path).column("n")[0].as_py())
+        return int(self._query(f"SELECT count(*) AS n FROM t{where}", {"t": table}).column("n")[0].as_py())
 
     @staticmethod
     def read_text(path: str) -> str | None:
