@@ -64,14 +64,16 @@ compile_bytecode .venv-airflow/bin/python .venv-airflow/lib/python3*/site-packag
 
 wait "$fetching"
 
-# cdclake's own JVM code (the Oracle decoder's fast path), compiled against pyspark's jars.
+# cdclake's own JVM code (the Oracle decoder's fast path, the binlog split reader), compiled against
+# pyspark's jars and the fetched ones.
 jvm_jar=.cache/jars/cdclake-jvm.jar
 if [ ! -s "$jvm_jar" ] || [ -n "$(find jvm/src -name '*.java' -newer "$jvm_jar")" ]; then
+  rm -f "$jvm_jar"  # not on its own compile classpath
   echo "cdclake setup: compiling jvm/src -> $jvm_jar"
   pyspark_jars=$(.venv/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
   rm -rf .cache/jvm-classes
   mkdir -p .cache/jvm-classes
-  javac --release 17 -nowarn -d .cache/jvm-classes -cp "$pyspark_jars/*" $(find jvm/src -name '*.java')
+  javac --release 17 -nowarn -d .cache/jvm-classes -cp "$pyspark_jars/*:.cache/jars/*" $(find jvm/src -name '*.java')
   jar cf "$jvm_jar" -C .cache/jvm-classes .
 fi
 echo "cdclake setup: ready (.venv, .cache/jars)"

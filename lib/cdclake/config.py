@@ -96,6 +96,15 @@ class MiningOptions(StrictModel):
         "fail", description="a change that does not decode: stop the run, or record it and go on")
     transaction_retention_s: int | None = Field(
         None, ge=1, description="abandon (record, report, skip) transactions open longer than this; unset = never")
+    decoder: Literal["auto", "executors", "driver"] = Field(
+        "auto", description="where a window's log is decoded: 'auto' = in Spark tasks when the window holds at "
+        "least parallel_min_bytes of log and the source can split it, else on the driver")
+    parallel_min_bytes: int = Field(32 << 20, ge=0, description="smallest window (bytes of log) decoded in Spark tasks")
+    window_bytes: int = Field(1 << 30, ge=1 << 20, description="most log bytes one window decoded in tasks holds")
+    split_bytes: int | None = Field(
+        None, ge=1 << 12, description="log bytes per Spark task; unset = the window over target_splits")
+    target_splits: int = Field(8, ge=1, description="splits per window when split_bytes is unset")
+    max_splits: int = Field(64, ge=1, le=1000, description="most splits (tasks, replication connections) per window")
 
 
 class ExpectationOptions(StrictModel):

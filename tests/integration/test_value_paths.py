@@ -179,12 +179,16 @@ def _backfill_changes_no_value(spark, pipeline, table: str, path: str, mined: di
     _reconcile_clean(pipeline, table)
 
 
-def test_mysql_every_type_one_value_on_every_path(spark, mariadb, fresh_database, tmp_path) -> None:  # type: ignore[no-untyped-def]
+# The binlog decoded on the driver (python-mysql-replication) and in Spark tasks (the JVM split reader).
+@pytest.mark.parametrize("decoder", ["driver", "executors"])
+def test_mysql_every_type_one_value_on_every_path(spark, mariadb, fresh_database, tmp_path,  # type: ignore[no-untyped-def]
+                                                  decoder: str) -> None:
     db, table = fresh_database, f"{fresh_database}.vals"
     mariadb.execute(f"CREATE TABLE {table} ({MYSQL_COLUMNS}) DEFAULT CHARSET=utf8mb4")
     rows = list(enumerate(MYSQL_ROWS, start=1))
     _mysql_run(mariadb, db, [_insert_sql("vals", k, r) for k, r in rows])
-    pipeline = make_pipeline(spark, mariadb, db, tmp_path / "lake", name="valuepaths")
+    pipeline = make_pipeline(spark, mariadb, db, tmp_path / "lake", name=f"valuepaths{decoder}",
+                             extra=f"mining:\n  decoder: {decoder}\n")
     path = pipeline.layout.target(table)
 
     # (a) the snapshot
@@ -192,7 +196,8 @@ def test_mysql_every_type_one_value_on_every_path(spark, mariadb, fresh_database
     assert_lake_equals_source(spark, mariadb, pipeline, [table])
     # (c) the same rows through the binlog
     _mysql_run(mariadb, db, [_insert_sql("vals", k + MYSQL_AFTER, r) for k, r in rows])
-    pipeline.mine()
+    report = pipeline.mine()
+    assert ("decode" in report.phases) == (decoder == "executors")  # decoded by Spark tasks, or not
     mined = _delta_rows(spark, path, "id")
     pairs = [(k, k + MYSQL_AFTER) for k, _ in rows]
     assert _differences(mined, mined, pairs, "id") == [], "snapshot (left) and binlog (right) differ"

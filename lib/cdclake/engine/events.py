@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-SEQ_SPAN = 10**10  # room for 10 billion row changes in one transaction
+from cdclake.spi.source import SEQ_SPAN
 
 OPS = ("c", "u", "d", "r", "t")
 WINDOW_MARKER_OP = "w"  # bronze row closing a mined window (holds its end position)

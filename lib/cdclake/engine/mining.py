@@ -43,7 +43,17 @@ from cdclake.engine.inflight import ABANDONED, InflightBuffer
 from cdclake.engine.quality import QualityChecks
 from cdclake.errors import CdcError, TablesParkedError
 from cdclake.hadoopfs import hadoop_delete
-from cdclake.spi import Ddl, LogRecord, MinedWindow, Position, RowChange, WindowEnd, WindowRequest
+from cdclake.spi import (
+    CommittedWindow,
+    Ddl,
+    LogRecord,
+    MinedWindow,
+    Position,
+    RowChange,
+    SplitOptions,
+    WindowEnd,
+    WindowRequest,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -130,9 +140,12 @@ def nothing_to_mine(ctx: PipelineContext, snapshot_missing: bool = False) -> Run
 # ---- the run ----------------------------------------------------------------------------------------
 
 
-def mine(ctx: PipelineContext, report: RunReport, max_events: int | None) -> dict[str, TableState]:
-    """One mining run under the pipeline lock: plan (or resume), mine, apply, check, checkpoint.
-    Every table's state afterwards."""
+def mine(ctx: PipelineContext, report: RunReport, max_events: int | None,
+         end_limit: dict[str, Any] | None = None) -> dict[str, TableState]:
+    """One mining window under the pipeline lock: plan (or resume), mine, apply, check, checkpoint. Every
+    table's state afterwards. ``end_limit``: where a new window stops at most (default: the log end now);
+    ``report.short_of`` is set when the window ended before its planned end for another reason than
+    ``max_events``."""
     ctx.source.preflight()
     quality = QualityChecks(ctx)
     quality.check_config()
@@ -143,7 +156,8 @@ def mine(ctx: PipelineContext, report: RunReport, max_events: int | None) -> dic
         report.resumed = True
     else:
         window = ctx.control.plan_window(
-            next_window(window, states, ctx.source.current_position().to_dict(), max_events), report.run_id)
+            next_window(window, states, end_limit or ctx.source.current_position().to_dict(), max_events),
+            report.run_id)
         crash_point("planned")
     assert window is not None
     report.window_id = window.window_id
@@ -167,6 +181,11 @@ def mine(ctx: PipelineContext, report: RunReport, max_events: int | None) -> dic
     crash_point("applied")
     ctx.control.complete_window(window, end.to_dict(), end.ordinal, new_states, report.run_id)
     report.phase("checkpoint")
+    # A source whose windows end on transactions reaches its planned end unless it split the window (a
+    # statement, the planner's size): the run goes on to that end.
+    if ctx.source.windows_end_on_transaction_boundaries and window.max_events is None \
+            and end.ordinal < ctx.position(window.end_limit).ordinal:
+        report.short_of = window.end_limit
     return {**all_states, **new_states}
 
 
@@ -214,8 +233,14 @@ class WindowMiner:
             end_limit=self.ctx.position(self.window.end_limit), schemas=schemas,
             versions=registry.versions, next_schema_version=registry.next_version,
             max_events=self.window.max_events, floors=self.floors, staging=f"{self.staging}/source",
+            splits=self._split_options(),
         )
         return self.ctx.source.mine_window(self.spark, request, self)
+
+    def _split_options(self) -> SplitOptions:
+        m = self.ctx.config.mining
+        return SplitOptions(decoder=m.decoder, min_bytes=m.parallel_min_bytes, window_bytes=m.window_bytes,
+                            split_bytes=m.split_bytes, target_splits=m.target_splits, max_splits=m.max_splits)
 
     def _on_ddl(self, ddl: Ddl) -> None:
         self.ctx.columns.check_ddl(ddl, self.ctx.row_key)  # before any row after it is written
@@ -299,6 +324,42 @@ class WindowMiner:
         self.report.events, self.report.transactions = stats.events, stats.transactions
         self.report.rows_by_table = dict(stats.rows_by_table)
         return end
+
+    # ---- changes a source assembled in Spark tasks -------------------------------------------------
+
+    def stage(self, rows: DataFrame, name: str) -> DataFrame:
+        path = f"{self.staging}/{name}"
+        self.ctx.columns.mask_log_rows(rows).write.mode("overwrite").parquet(path)
+        self.report.phase("decode")
+        return self.spark.read.parquet(path)
+
+    def committed(self, window: CommittedWindow) -> Position:
+        from pyspark.sql import functions as F
+
+        ctx, wid = self.ctx, self.wid
+        for ddl in window.ddl:
+            self._on_ddl(ddl)
+        crash_point("staged")
+        self._record_history()
+        crash_point("history")
+        rows = None if window.rows is None else window.rows.select(
+            F.lit(wid).cast("bigint").alias("window_id"), *BRONZE_COLUMNS[1:])
+        stats = window.stats
+        if stats is None:
+            # the source could not count (its window was cut short): two small jobs
+            counted = [] if rows is None else rows.groupBy("source_table").agg(F.count(F.lit(1)).alias("n")).collect()
+            transactions = 0 if not counted else rows.agg(F.countDistinct("txid")).first()[0]  # type: ignore[union-attr]
+            stats = {"events": sum(int(r.n) for r in counted), "transactions": int(transactions), "rolled_back": None,
+                     "rows_by_table": {r.source_table: int(r.n) for r in counted}}
+        marker = {"end": window.end.to_dict(), **stats}
+        ctx.bronze.commit(wid, rows if stats["events"] else None, window.end, marker, self.bronze_app)
+        self.report.phase("bronze")
+        crash_point("bronze")
+        hadoop_delete(self.spark, self.staging)
+        self.report.events = int(stats["events"])
+        self.report.transactions = int(stats["transactions"] or 0)
+        self.report.rows_by_table = dict(stats["rows_by_table"])
+        return window.end
 
     # ---- log rows, assembled in Spark with the in-flight buffer ------------------------------------
 

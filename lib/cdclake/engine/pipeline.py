@@ -115,16 +115,23 @@ class Pipeline:
         return report
 
     def mine(self, max_events: int | None = None) -> RunReport:
-        """One bounded mining window (the stored position to the log end now, or ``max_events``), applied.
+        """Mine from the stored positions to the log end now (or ``max_events`` changes), applied, in one
+        window or, when the planner cuts windows (a statement, a size), several: the report sums them up.
         When every table already stands at the log end, nothing is written (``report.idle``)."""
         idle = nothing_to_mine(self.ctx)
         if idle is not None:
             return idle
-        with self.ctx.runs.run("mine") as report:
-            states = mine(self.ctx, report, max_events or self.config.mining.max_events)
-        reread_marked(self.ctx, states)  # rows a schema change did to what the log does not say: read again
-        stop_on_parked(states)
-        return report
+        total: RunReport | None = None
+        limit: dict[str, Any] | None = None
+        while True:  # a window the planner cut short (a statement, its size) is followed by the next
+            with self.ctx.runs.run("mine") as report:
+                states = mine(self.ctx, report, max_events or self.config.mining.max_events, limit)
+            reread_marked(self.ctx, states)  # rows a schema change did to what the log does not say: read again
+            stop_on_parked(states)
+            total = report if total is None else total.absorb(report)
+            if report.short_of is None or report.start == report.end:
+                return total
+            limit = report.short_of
 
     def backfill(self, table: str | None, where: str | None = None, mode: str = "resnapshot",
                  from_window: int | None = None, windows: tuple[int, int] | None = None) -> RunReport:

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cdclake.engine.control import ControlTables, utcnow
 from cdclake.engine.lake import LakeLayout
@@ -39,9 +39,26 @@ class RunReport:
     duration_s: float = 0.0
     resumed: bool = False
     idle: bool = False  # a mining run that found nothing to do and wrote nothing (mining.nothing_to_mine)
+    windows: int = 1  # mining windows this report sums up (a run drains to its end in one or more)
+    # a window that ended before the end it was planned to (a statement or the planner's size cut it): that end
+    short_of: dict[str, Any] | None = None
     started_at: float = field(default_factory=time.time)
     phases: dict[str, float] = field(default_factory=dict)  # seconds per step (metrics, benchmarks)
     _mark: float = field(default_factory=time.time)
+
+    def absorb(self, later: RunReport) -> RunReport:
+        """This report and the ``later`` window's of the same run, summed (start here, end there)."""
+        self.window_id, self.end, self.short_of = later.window_id, later.end, later.short_of
+        self.events += later.events
+        self.transactions += later.transactions
+        for table, n in later.rows_by_table.items():
+            self.rows_by_table[table] = self.rows_by_table.get(table, 0) + n
+        for name, seconds in later.phases.items():
+            self.phases[name] = round(self.phases.get(name, 0.0) + seconds, 3)
+        self.windows += later.windows
+        self.resumed = self.resumed or later.resumed
+        self.duration_s = time.time() - self.started_at
+        return self
 
     def phase(self, name: str) -> None:
         """Close the current step under ``name`` (time since the previous call)."""

@@ -37,11 +37,16 @@ from cdclake.spi.plugin import SourcePlugin, create_source, plugin_for, plugins,
 from cdclake.spi.position import Position
 from cdclake.spi.records import Begin, Commit, Ddl, DdlOutcome, LogRecord, Rollback, RowChange, WindowEnd
 from cdclake.spi.source import (
+    SEQ_SPAN,
+    CommittedWindow,
     FrameSource,
     MinedWindow,
     RecordSource,
     SnapshotStart,
     Source,
+    Split,
+    SplitOptions,
+    SplitPlan,
     WindowRequest,
     WindowSink,
 )
@@ -51,7 +56,8 @@ __all__ = [
     "KIND_CHANGE", "KIND_COMMIT", "KIND_ERROR", "KIND_PIECE", "KIND_ROLLBACK", "KIND_UNDO", "LOG_ROWS_COLUMNS",
     "FILL", "LOG_ROWS_DDL", "UNAVAILABLE_KEY", "UNLOGGED", "Begin", "Commit", "Ddl", "DdlOutcome", "FrameSource",
     "LogRecord",
-    "MinedWindow", "Position", "RecordSource", "Rollback", "RowChange", "SnapshotStart", "Source",
+    "MinedWindow", "Position", "RecordSource", "SEQ_SPAN", "CommittedWindow", "Split", "SplitOptions",
+    "SplitPlan", "Rollback", "RowChange", "SnapshotStart", "Source",
     "SourceConfigBase", "SourceContext", "SourcePlugin", "StrictModel", "TypeMapper", "WindowEnd", "WindowRequest",
     "WindowSink", "create_source", "plugin_for", "plugins", "source_types",
 ]

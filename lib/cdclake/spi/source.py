@@ -31,6 +31,10 @@ if TYPE_CHECKING:
 
 _PLAIN_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
+#: a committed change's ``seq`` is ``commit ordinal * SEQ_SPAN + its index in the transaction`` (room for
+#: 10 billion changes in one transaction); a source that sequences changes itself uses the same rule
+SEQ_SPAN = 10**10
+
 
 @dataclass
 class SnapshotStart:
@@ -43,6 +47,63 @@ class SnapshotStart:
     #: :meth:`Source.end_snapshot_read` for them: the engine reads these first. A source whose reads
     #: are exact at the position anyway (flashback) holds none.
     held: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SplitOptions:
+    """How a window may be split for decoding on executors (``mining.decoder`` and its sizes).
+
+    ``decoder``: ``auto`` (executors for windows of at least ``min_bytes`` of log), ``executors``
+    (always: a window that cannot be is an error), ``driver`` (never). A split window holds at most
+    ``window_bytes`` of log in at most ``max_splits`` splits of ``split_bytes`` (None: the log's size
+    over ``target_splits``).
+    """
+
+    decoder: str = "auto"
+    min_bytes: int = 32 << 20
+    window_bytes: int = 1 << 30
+    split_bytes: int | None = None
+    target_splits: int = 8
+    max_splits: int = 64
+
+
+@dataclass(frozen=True)
+class Split:
+    """A piece of a window's log that one Spark task decodes: whole transactions, from ``start`` to ``end``.
+    ``detail`` is what the reader needs of it (JSON-serialisable)."""
+
+    index: int
+    start: Position
+    end: Position
+    detail: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class SplitPlan:
+    """A window planned as splits: ``reader`` (a Spark data source) decodes each split in a task of its own,
+    given ``options``; ``end`` is where the window ends unless something in it stops it earlier."""
+
+    splits: list[Split]
+    end: Position
+    reader: str
+    options: Mapping[str, str]
+    total_bytes: int = 0
+
+
+@dataclass
+class CommittedWindow:
+    """A window whose committed changes a source assembled and sequenced itself (e.g. in Spark tasks).
+
+    ``rows`` has the bronze columns but ``window_id`` (``source_table, op, seq, position, txid, commit_ts,
+    schema_version, before, after``), committed work only, ``seq`` final. ``stats`` (``events``,
+    ``transactions``, ``rolled_back``, ``rows_by_table``) when the source counted them, else None (the
+    engine counts). ``ddl``: statements of the window, in log order.
+    """
+
+    end: Position
+    rows: DataFrame | None
+    ddl: list[Ddl] = field(default_factory=list)
+    stats: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +127,7 @@ class WindowRequest:
     max_events: int | None
     floors: dict[str, int]
     staging: str
+    splits: SplitOptions = field(default_factory=SplitOptions)
 
 
 @dataclass
@@ -130,6 +192,14 @@ class WindowSink(Protocol):
 
     def frame(self, window: MinedWindow) -> Position:
         """Assemble a window of log rows decoded in Spark."""
+
+    def stage(self, rows: DataFrame, name: str) -> DataFrame:
+        """Write rows decoded in Spark (log-row ``kind``/``source_table``/``before``/``after``/``raw``
+        columns, images masked by the pipeline's column rules on the way) to the window's staging area
+        once, and return them read back: later steps read the files, decoding is not repeated."""
+
+    def committed(self, window: CommittedWindow) -> Position:
+        """Record a window of changes the source assembled and sequenced itself; return its end."""
 
 
 class Source(abc.ABC):

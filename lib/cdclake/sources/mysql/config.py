@@ -25,6 +25,10 @@ class MySqlSourceConfig(SourceConfigBase):
     password: SecretStr
     server_id: int = Field(ge=1, lt=2**32)
     position_mode: Literal["file", "gtid"] = "file"
+    split_server_id_base: int | None = Field(
+        None, ge=1, lt=2**32 - 1000, description="server ids of the replication connections Spark tasks open to "
+        "decode a window's splits: this id plus the split's index (default: server_id + 1,000,000); keep the range "
+        "clear of every replica's and other pipelines' server_id")
     connect_timeout: int = Field(10, ge=1)
     jdbc_options: dict[str, str] = Field(default_factory=dict)
     snapshot: SnapshotOptions = Field(default_factory=SnapshotOptions)

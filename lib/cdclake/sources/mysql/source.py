@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,21 @@ from cdclake.sources.mysql.ddl import apply_ddl, tables_named
 from cdclake.sources.mysql.position import BinlogPosition
 from cdclake.sources.mysql.schema_change import NotEvaluable, evaluation_sql, existing_rows
 from cdclake.sources.mysql.types import MySqlTypeMapper, table_map_overrides
-from cdclake.spi import Begin, Commit, Ddl, LogRecord, RecordSource, Rollback, RowChange, SnapshotStart, WindowEnd
+from cdclake.spi import (
+    Begin,
+    Commit,
+    CommittedWindow,
+    Ddl,
+    LogRecord,
+    Position,
+    RecordSource,
+    Rollback,
+    RowChange,
+    SnapshotStart,
+    WindowEnd,
+    WindowRequest,
+    WindowSink,
+)
 from cdclake.spi.jdbc import read_jdbc
 from cdclake.spi.source import PENDING_SCAN_EVENTS, PendingChanges
 
@@ -268,6 +283,41 @@ class MySqlSource(RecordSource):
         return lag.pending_changes(self, positions, max_events)  # windows end on commits: nothing is carried
 
     # ---- mining ----------------------------------------------------------------------------------
+
+    def split_server_id_base(self) -> int:
+        """The first server id of the connections split tasks open (one per split)."""
+        if self.config.split_server_id_base is not None:
+            return self.config.split_server_id_base
+        return (self.config.server_id + 1_000_000) % (2**32 - 1000) or 1
+
+    def mine_window(self, spark: SparkSession, request: WindowRequest, sink: WindowSink) -> Position:
+        """A window large enough is decoded by Spark tasks, split by split (:mod:`.splits`); others, and a
+        window that starts with a statement of a captured table, by the driver."""
+        from cdclake.sources.mysql import splits
+
+        planned = splits.plan(self, request)
+        if planned.plan is None:
+            if planned.driver_first:  # the first transaction only: the one with the statement
+                first = replace(request, end_limit=BinlogPosition(request.start.file, request.start.pos + 1))  # type: ignore[attr-defined]
+                return super().mine_window(spark, first, sink)
+            return super().mine_window(spark, request, sink)
+        plan = planned.plan
+        log.info("window %s: %d bytes of binlog in %d splits decoded by Spark tasks", request.window_id,
+                 plan.total_bytes, len(plan.splits))
+        staged = sink.stage(splits.read(spark, plan), "decoded")
+        controls = staged.where("kind <> 'change'").select("kind", "source_table", "seq", "position", "before",
+                                                            "after", "raw").collect()
+        closing = splits.close(self, plan, request, controls)
+        if closing.end is None:
+            log.info("window %s: %s starts the window: the driver decodes that transaction", request.window_id,
+                     closing.reason)
+            first = replace(request, end_limit=BinlogPosition(request.start.file, request.start.pos + 1))  # type: ignore[attr-defined]
+            return super().mine_window(spark, first, sink)
+        rows = staged.where("kind = 'change'")
+        if closing.cut is not None:
+            log.info("window %s ends at %s, before %s", request.window_id, closing.end.describe(), closing.reason)
+            rows = rows.where(splits.cut_filter(closing.cut))
+        return sink.committed(CommittedWindow(closing.end, rows.drop("kind", "raw"), stats=closing.stats))
 
     def mine(  # type: ignore[override]
         self,
