@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import random
 
+import pytest
+from cdclake.engine.faults import CRASH_ENV, CRASH_MODE_ENV, SimulatedKill
+
 from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline
 
 SEED = 20261121
@@ -50,7 +53,10 @@ def _run_transactions(conn, rng: random.Random, n: int, next_id: list[int]) -> N
                 conn.commit()
 
 
-def test_random_workload_with_ddl_equals_source(spark, mariadb, fresh_database, tmp_path) -> None:  # type: ignore[no-untyped-def]
+# Windows decoded on the driver, and in Spark tasks over splits of a few KiB (many per window, cut at the DDL).
+@pytest.mark.parametrize("decoder", ["driver", "executors"])
+def test_random_workload_with_ddl_equals_source(spark, mariadb, fresh_database, tmp_path,  # type: ignore[no-untyped-def]
+                                                decoder: str) -> None:
     rng = random.Random(SEED)
     db = fresh_database
     mariadb.execute(f"CREATE TABLE `{db}`.acct (id INT PRIMARY KEY, owner VARCHAR(40) DEFAULT 'anon', "
@@ -60,7 +66,10 @@ def test_random_workload_with_ddl_equals_source(spark, mariadb, fresh_database, 
     next_id = [0]
     _random_transactions(mariadb, db, rng, 40, next_id)
     # flushes of 100 rows: the larger windows stage rows before bronze, the smaller ones do not
-    pipeline = make_pipeline(spark, mariadb, db, tmp_path / "lake", "eq", extra="mining:\n  flush_rows: 100\n")
+    mining = "mining:\n  flush_rows: 100\n"
+    if decoder == "executors":
+        mining += "  decoder: executors\n  split_bytes: 4096\n"
+    pipeline = make_pipeline(spark, mariadb, db, tmp_path / "lake", f"eq{decoder}", extra=mining)
     snap = pipeline.snapshot()
     assert sorted(snap.tables) == [f"{db}.acct", f"{db}.kv"]
     tables = [f"{db}.acct", f"{db}.kv"]
@@ -98,3 +107,36 @@ def test_random_workload_with_ddl_equals_source(spark, mariadb, fresh_database, 
     status = {t["source_table"]: t for t in pipeline.status()}
     assert status[f"{db}.acct"]["state"] == "streaming"
     assert status[f"{db}.acct"]["position"] == again.end
+
+
+def test_split_window_killed_at_each_step_then_rerun_is_exact(spark, mariadb, fresh_database, tmp_path,  # type: ignore[no-untyped-def]
+                                                              monkeypatch) -> None:
+    """A window decoded in Spark tasks, killed after staging, after the schema history and after bronze, then
+    finished by a fresh run: the lake equals the source and bronze holds the window once."""
+    rng = random.Random(SEED + 1)
+    db = fresh_database
+    mariadb.execute(f"CREATE TABLE `{db}`.acct (id INT PRIMARY KEY, owner VARCHAR(40) DEFAULT 'anon', "
+                    f"balance DECIMAL(12,2), flag TINYINT(1), updated DATETIME(6))")
+    mariadb.execute(f"CREATE TABLE `{db}`.kv (k VARCHAR(20), region CHAR(2), v BIGINT UNSIGNED, "
+                    f"PRIMARY KEY (k, region))")
+    next_id = [1000]  # fresh inserts above the keys the workload re-inserts
+    lake = tmp_path / "lake"
+    extra = "mining:\n  decoder: executors\n  split_bytes: 4096\n"
+    make_pipeline(spark, mariadb, db, lake, "splitkill", extra=extra).snapshot()
+    tables = [f"{db}.acct", f"{db}.kv"]
+    _random_transactions(mariadb, db, rng, 60, next_id)
+    monkeypatch.setenv(CRASH_MODE_ENV, "raise")
+    for point in ("staged", "history", "bronze", "applied"):
+        monkeypatch.setenv(CRASH_ENV, point)
+        with pytest.raises(SimulatedKill):
+            make_pipeline(spark, mariadb, db, lake, "splitkill", extra=extra).mine()
+    monkeypatch.delenv(CRASH_ENV)
+    pipeline = make_pipeline(spark, mariadb, db, lake, "splitkill", extra=extra)
+    finished = pipeline.mine()
+    assert finished.resumed and finished.window_id == 1
+    assert_lake_equals_source(spark, mariadb, pipeline, tables)
+    bronze = spark.read.format("delta").load(pipeline.layout.bronze)
+    assert bronze.where("op = 'w'").groupBy("window_id").count().where("count > 1").count() == 0
+    changes = bronze.where("op <> 'w'")
+    marker = pipeline.ctx.bronze.marker(1)
+    assert changes.count() == changes.select("seq").distinct().count() == marker["events"] > 0

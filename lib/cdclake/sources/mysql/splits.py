@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from cdclake.errors import ConfigError, DdlParseError
+from cdclake.errors import CdcError, ConfigError, DdlParseError
 from cdclake.schema import Column, TableSchema
 from cdclake.sources.mysql.ddl import apply_ddl
 from cdclake.sources.mysql.position import OFFSET_SPAN, BinlogPosition, file_sequence
@@ -311,6 +311,9 @@ def close(source: MySqlSource, split_plan: SplitPlan, request: WindowRequest, co
         raw = json.loads(row.raw)
         if row.kind == "query" and not _matters(source, row.after, row.before, request.schemas):
             continue
+        if row.kind == "error":  # no statement before it explains it
+            raise CdcError(f"a binlog row cannot be decoded {raw['detail']}",
+                           "set mining.decoder: driver and run again; please report the row's table and types")
         file = row.position.rsplit(":", 1)[0]
         group = BinlogPosition(file, int(raw["group_start"]), raw["gtid_before"] or None)
         what = f"a statement at {row.position}" if row.kind == "query" else \
@@ -318,6 +321,8 @@ def close(source: MySqlSource, split_plan: SplitPlan, request: WindowRequest, co
         if group.ordinal <= start.ordinal:
             return Closing(None, reason=what)
         return Closing(group, cut=group.ordinal, reason=what)
+    if any(s["stopped"] for s in summaries):
+        raise RuntimeError("a binlog split stopped early without saying why")
     stats = {"events": sum(s["rows"] for s in summaries), "transactions": sum(s["transactions"] for s in summaries),
              "rolled_back": sum(s["rolled_back"] for s in summaries), "rows_by_table": {}}
     for s in summaries:
