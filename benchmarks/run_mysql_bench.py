@@ -63,6 +63,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--lake", default="",
                     help="more keys of the pipeline file's lake: block, as YAML flow items, e.g. \"table_features: "
                          "spark, table_properties: {delta.enableDeletionVectors: 'true'}\"")
+    ap.add_argument("--mining", default="",
+                    help="keys of the pipeline file's mining: block, as YAML flow items, e.g. \"decoder: driver\"")
+    ap.add_argument("--master", default=None, help="Spark master of the pipeline's session, e.g. local[1]")
+    ap.add_argument("--no-pylib", action="store_true", help="skip the python-mysql-replication decode baseline")
     ap.add_argument("--no-warmup", action="store_true", help="skip the untimed JVM/InnoDB warm-up read")
     ap.add_argument("--workdir", default=None, help="lake/scratch dir (default: a temp dir, removed)")
     ap.add_argument("--out", default=str(HERE / "out" / "results.json"))
@@ -261,9 +265,13 @@ def bench_mining(args, db, pipeline) -> dict:
     win_file, win_pos = win_start.rsplit(":", 1)
     win_pos = int(win_pos)
 
-    log(f"python-mysql-replication decode from {win_file}:{win_pos}")
-    lib_rows, lib_counts, lib_s = pylib_decode(db, win_file, win_pos)
-    log(f"  {lib_rows} rows in {lib_s:.2f}s")
+    if args.no_pylib:
+        lib_rows, lib_counts, lib_s = 0, {}, 0.0
+    else:
+        log(f"python-mysql-replication decode from {win_file}:{win_pos}")
+        lib_rows, lib_counts, lib_s = pylib_decode(db, win_file, win_pos)
+        log(f"  {lib_rows} rows in {lib_s:.2f}s")
+    floor = split_floor(pipeline, win_file, win_pos, end_file, int(end_pos))
 
     log("mariadb-binlog --verbose --base64-output=DECODE-ROWS")
     mb_s, files = mysqlbinlog_decode(db, win_file, win_pos)
@@ -293,7 +301,40 @@ def bench_mining(args, db, pipeline) -> dict:
         "mysqlbinlog_rows_per_s": mb_rate,
         "ratio_end_to_end_vs_mysqlbinlog": round(e2e / mb_rate, 4) if mb_rate else None,
         "ratio_pylib_vs_mysqlbinlog": round(rate(lib_rows, lib_s) / mb_rate, 4) if mb_rate else None,
+        **floor,
     }
+
+
+def split_floor(pipeline, file: str, pos: int, end_file: str, end_pos: int) -> dict:
+    """The same binlog range read by the split reader alone: its changes counted, and written once to a Delta
+    table (the floor's decode + append; its MERGE is section 3's 1x target)."""
+    from cdclake.sources.mysql import splits
+    from cdclake.sources.mysql.position import BinlogPosition
+    from cdclake.spi import SplitOptions, WindowRequest
+
+    source, spark = pipeline.ctx.source, pipeline.spark
+    states = pipeline.control.table_states()
+    history = pipeline.control.history()
+    schemas = {e.table: e.schema for e in history if e.schema is not None}
+    request = WindowRequest(0, BinlogPosition(file, pos), BinlogPosition(end_file, end_pos), schemas,
+                            {t: 1 for t in schemas}, 2, None, {t: -1 for t in states}, "",
+                            SplitOptions(decoder="executors", split_bytes=pipeline.config.mining.split_bytes,
+                                         target_splits=pipeline.config.mining.target_splits))
+    t0 = time.perf_counter()
+    plan = splits.plan(source, request).plan
+    plan_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    n = splits.read(spark, plan).where("kind = 'change'").count()
+    count_s = time.perf_counter() - t0
+    out = str(Path(pipeline.layout.root) / "_floor_append")
+    t0 = time.perf_counter()
+    splits.read(spark, plan).where("kind = 'change'").write.format("delta").mode("append").save(out)
+    append_s = time.perf_counter() - t0
+    log(f"  split reader: {len(plan.splits)} splits planned in {plan_s:.2f}s; count {n} in {count_s:.2f}s, "
+        f"decode+append {append_s:.2f}s")
+    return {"floor_splits": len(plan.splits), "floor_plan_s": round(plan_s, 3),
+            "floor_decode_count_s": round(count_s, 3), "floor_decode_rows_per_s": rate(n, count_s),
+            "floor_decode_append_s": round(append_s, 3)}
 
 
 def bench_merge(args, pipeline, work: Path, window_id: int) -> dict:
@@ -382,7 +423,8 @@ source:
   include_tables: ['sbtest\\.sbtest1']
   snapshot: {{partitions: {args.partitions}}}
 lake: {{root: {lake}{", " + args.lake if args.lake else ""}}}
-""")
+mining: {{{args.mining}}}
+""" + (f"spark: {{master: '{args.master}'}}\n" if args.master else ""))
             pipeline = Pipeline.from_config(cfg, app_name="cdclake-bench")
             pipeline.spark.sparkContext.setLogLevel("ERROR")
             facts["spark_master"] = pipeline.spark.sparkContext.master
@@ -415,6 +457,15 @@ lake: {{root: {lake}{", " + args.lake if args.lake else ""}}}
         ("mariadb-binlog -v DECODE-ROWS", f"{m['mysqlbinlog_s']:.2f} s  {m['mysqlbinlog_rows_per_s']:,.0f} rows/s"),
         ("... of which", ", ".join(f"{k} {v:.1f} s" for k, v in m["mine_phases_s"].items())),
         ("ratio end-to-end / mariadb-binlog", f"{m['ratio_end_to_end_vs_mysqlbinlog']} (aim >= 0.3 at 1M changes)"),
+    ])
+    floor_s = m["floor_plan_s"] + m["floor_decode_append_s"] + g["targets"][0]["merge_s"]
+    m["floor_s"] = round(floor_s, 3)
+    m["ratio_end_to_end_vs_floor"] = round(m["mine_report_duration_s"] / floor_s, 3)
+    print_table("2b. MySQL floor: plan + split reader -> one Delta append + one MERGE (1x target)", [
+        ("split reader count", f"{m['floor_decode_count_s']:.2f} s  {m['floor_decode_rows_per_s']:,.0f} rows/s "
+                               f"({m['floor_splits']} splits)"),
+        ("floor total", f"{floor_s:.2f} s"),
+        ("ratio end-to-end / floor", f"{m['ratio_end_to_end_vs_floor']} (aim <= 1.5)"),
     ])
     print_table(f"3. MERGE of the same {g['bronze_rows']} bronze rows", [
         *[(f"target {t['target_rows']:,} rows", f"{t['merge_s']:.2f} s") for t in g["targets"]],
