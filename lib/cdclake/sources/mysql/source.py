@@ -304,7 +304,16 @@ class MySqlSource(RecordSource):
         plan = planned.plan
         log.info("window %s: %d bytes of binlog in %d splits decoded by Spark tasks", request.window_id,
                  plan.total_bytes, len(plan.splits))
-        staged = sink.stage(splits.read(spark, plan), "decoded")
+        try:
+            staged = sink.stage(splits.read(spark, plan), "decoded")
+        except Exception as exc:  # a task's failure arrives as the JVM's trace: say which split and why
+            failure = splits.split_failure(exc)
+            if failure is None:
+                raise
+            raise CdcError(failure, "check that the binlog from the window's start is still on the server "
+                           "('cdclake status'), that the tasks can reach it and that the server ids "
+                           f"{self.split_server_id_base()}.. are free (source.split_server_id_base); "
+                           "or decode on the driver: mining.decoder: driver") from None
         controls = staged.where("kind <> 'change'").select("kind", "source_table", "seq", "position", "before",
                                                             "after", "raw").collect()
         closing = splits.close(self, plan, request, controls)

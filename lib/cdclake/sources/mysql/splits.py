@@ -271,6 +271,20 @@ def _cut(cur: Any, ranges: list[_Range], options: Any, budget: int) -> list[_Ran
 # ---- decoding and closing ---------------------------------------------------------------------------
 
 
+def split_failure(exc: BaseException) -> str | None:
+    """The reader's own message in a failed Spark job's error (``cdclake binlog split N (...): why``), if any.
+
+    >>> split_failure(RuntimeError("Job aborted: java.lang.IllegalStateException: cdclake binlog split 2 "
+    ...                            "(mysql-bin.000001 [4, 9)): the binlog ended at 7\\n\\tat cdclake..."))
+    'cdclake binlog split 2 (mysql-bin.000001 [4, 9)): the binlog ended at 7'
+    """
+    text = str(exc)
+    at = text.find("cdclake binlog split ")
+    if at < 0:
+        return None
+    return text[at:].split("\n", 1)[0].split("\\n", 1)[0].strip()
+
+
 def read(spark: SparkSession, split_plan: SplitPlan) -> DataFrame:
     """The splits decoded by Spark tasks (:data:`SPLIT_ROWS_DDL`): committed changes and control rows."""
     return spark.read.format(split_plan.reader).options(**split_plan.options).load()
@@ -345,4 +359,4 @@ def cut_filter(cut: int) -> str:
 
 
 __all__ = ["OFFSET_SPAN", "READER", "SPLIT_ROWS_DDL", "Closing", "NotSplittable", "Planned", "close", "column_kind",
-           "cut_filter", "plan", "read", "table_specs"]
+           "cut_filter", "plan", "read", "split_failure", "table_specs"]
