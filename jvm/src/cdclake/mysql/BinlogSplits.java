@@ -550,6 +550,12 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
             long next = h.getNextPosition();
             if ((t == EventType.ROTATE || t == EventType.FORMAT_DESCRIPTION) && next == 0) return;  // the dump's own
             if (t == EventType.HEARTBEAT) return;
+            if (t == null || t == EventType.UNKNOWN || t == EventType.INCIDENT || t == EventType.TRANSACTION_PAYLOAD
+                    || t == EventType.PARTIAL_UPDATE_ROWS_EVENT) {
+                // e.g. MariaDB's compressed events (log_bin_compress): never skipped in silence
+                fail("an event of type " + t + " at " + h.getPosition() + " that the split reader cannot decode");
+                return;
+            }
             if (!sawFirst) {
                 boolean groupStarts = t == EventType.MARIADB_GTID;
                 if (!groupStarts && s.head) {
