@@ -192,20 +192,27 @@ class WindowApplier:
         self.targets = ctx.targets
 
     def apply_window(self, window: WindowState, end: Position, states: dict[str, TableState],
-                     report: RunReport, rows_known_none: bool = False) -> dict[str, TableState]:
+                     report: RunReport, rows_known_none: bool = False,
+                     rows_known: dict[str, int] | None = None) -> dict[str, TableState]:
         """Apply window ``window`` (in bronze already) to every table it touches; the tables' new states.
         ``rows_known_none``: the window's bronze holds no change rows (its marker says so), so no pass
-        over it is made; its DDL is still applied."""
+        over it is made; its DDL is still applied. ``rows_known``: change rows per table, from a marker
+        that says the window has no truncate and no partial image: with no DDL in the window either, no
+        pass over bronze is made before the MERGEs."""
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
         wid = window.window_id
+        entries = self.ctx.control.history_through_window(wid)
+        ddl = window_ddl(entries, wid)
+        if rows_known is not None and not ddl:
+            rows_known_none = rows_known_none or not any(rows_known.values())
+        else:
+            rows_known = None
         bronze = self.ctx.bronze.changes(wid)
-        if not rows_known_none:
+        if not rows_known_none and (rows_known is None or len(rows_known) > 1):  # read by more than one MERGE
             bronze = bronze.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            entries = self.ctx.control.history_through_window(wid)
-            ddl = window_ddl(entries, wid)
             before = latest_per_table(before_window(entries, wid))
             truncates: dict[str, list[int]] = {}
             counts: dict[str, int] = {}
@@ -218,7 +225,10 @@ class WindowApplier:
                 F.count(F.lit(1)).alias("n"), F.count_if(change).alias("changes"),
                 F.max(partial).alias("partial"),
                 F.collect_list(F.when(F.col("op") == "t", F.col("seq"))).alias("t"))
-            for r in [] if rows_known_none else per_stretch.collect():
+            for table, n in (rows_known or {}).items():
+                counts[table] = n
+                stretches[table] = SegmentRows([], {0: n}, {0: False})
+            for r in [] if rows_known_none or rows_known is not None else per_stretch.collect():
                 table = r.source_table
                 counts[table] = counts.get(table, 0) + int(r.n)
                 if r.t:

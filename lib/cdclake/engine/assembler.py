@@ -19,6 +19,7 @@ import orjson
 
 from cdclake.engine.events import event_seq
 from cdclake.spi import Begin, Commit, Ddl, Rollback, RowChange
+from cdclake.spi.logrows import UNAVAILABLE_KEY
 
 
 @dataclass
@@ -82,6 +83,8 @@ class AssemblyStats:
     rolled_back: int = 0
     rows_by_table: dict[str, int] = field(default_factory=dict)
     largest_transaction: int = 0
+    truncates: int = 0  # 't' rows kept (each a barrier the apply cuts MERGEs at)
+    partial: bool = False  # an after image lists columns the log did not supply (UNAVAILABLE_KEY)
 
 
 class TransactionAssembler:
@@ -142,6 +145,10 @@ class TransactionAssembler:
             if ordinal <= self.floors.get(change.table, -1):
                 continue
             kept += 1
+            if change.op == "t":
+                self.stats.truncates += 1
+            elif change.after is not None and UNAVAILABLE_KEY in change.after:
+                self.stats.partial = True
             self.batch.append(
                 EventRow(
                     source_table=change.table,

@@ -168,14 +168,17 @@ def mine(ctx: PipelineContext, report: RunReport, max_events: int | None,
     if marker is None:
         ctx.source.check_available(start)
         parked = {t for t, s in all_states.items() if s.status == TABLE_PARKED}
-        end = WindowMiner(ctx, window, states, report, parked=parked).mine()
+        miner = WindowMiner(ctx, window, states, report, parked=parked)
+        end = miner.mine()
+        marker = miner.marker
         no_rows = report.events == 0
     else:
         end = ctx.position(marker["end"])
         no_rows = marker.get("events") == 0
     report.end = end.describe()
     report.phase("mine")
-    new_states = WindowApplier(ctx).apply_window(window, end, states, report, rows_known_none=no_rows)
+    new_states = WindowApplier(ctx).apply_window(window, end, states, report, rows_known_none=no_rows,
+                                                 rows_known=known_rows(marker))
     report.phase("apply")
     quality.check_window(window.window_id, report)  # a failed gate stops before the checkpoint
     crash_point("applied")
@@ -187,6 +190,20 @@ def mine(ctx: PipelineContext, report: RunReport, max_events: int | None,
             and end.ordinal < ctx.position(window.end_limit).ordinal:
         report.short_of = window.end_limit
     return {**all_states, **new_states}
+
+
+def known_rows(marker: dict[str, Any] | None) -> dict[str, int] | None:
+    """Change rows per table of a window whose marker says it has no truncate and no partial image: the
+    apply needs no pass over bronze to learn them. None when the marker does not say (a log-row window).
+
+    >>> known_rows({"rows_by_table": {"db.t": 3}, "truncates": 0, "partial": False})
+    {'db.t': 3}
+    >>> known_rows({"rows_by_table": {"db.t": 3}}) is None
+    True
+    """
+    if not marker or marker.get("truncates") != 0 or marker.get("partial") is not False:
+        return None
+    return {str(t): int(n) for t, n in (marker.get("rows_by_table") or {}).items()}
 
 
 def stop_on_parked(states: dict[str, TableState]) -> None:
@@ -222,6 +239,7 @@ class WindowMiner:
         self.floors = {t: s.ordinal for t, s in states.items()}
         self.history: list[HistoryEntry] = []
         self.parked = parked or set()  # tables whose capture stopped: the source is not asked for them
+        self.marker: dict[str, Any] | None = None  # the bronze marker, once committed
 
     def mine(self) -> Position:
         hadoop_delete(self.spark, self.staging)  # rows of a killed attempt
@@ -313,12 +331,14 @@ class WindowMiner:
         crash_point("history")
         stats = assembler.stats
         marker = {"end": end.to_dict(), "events": stats.events, "transactions": stats.transactions,
-                  "rolled_back": stats.rolled_back, "rows_by_table": stats.rows_by_table}
+                  "rolled_back": stats.rolled_back, "rows_by_table": stats.rows_by_table,
+                  "truncates": stats.truncates, "partial": stats.partial}
         if first is not None:
             rows = self.spark.createDataFrame(first, schema=BRONZE_DDL)
         else:
             rows = self.spark.read.schema(BRONZE_DDL).parquet(staged) if flushes else None
         ctx.bronze.commit(wid, rows, end, marker, self.bronze_app)
+        self.marker = marker
         crash_point("bronze")
         hadoop_delete(self.spark, self.staging)
         self.report.events, self.report.transactions = stats.events, stats.transactions
@@ -353,6 +373,7 @@ class WindowMiner:
                      "rows_by_table": {r.source_table: int(r.n) for r in counted}}
         marker = {"end": window.end.to_dict(), **stats}
         ctx.bronze.commit(wid, rows if stats["events"] else None, window.end, marker, self.bronze_app)
+        self.marker = marker
         self.report.phase("bronze")
         crash_point("bronze")
         hadoop_delete(self.spark, self.staging)

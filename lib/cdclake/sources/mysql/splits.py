@@ -338,7 +338,8 @@ def close(source: MySqlSource, split_plan: SplitPlan, request: WindowRequest, co
     if any(s["stopped"] for s in summaries):
         raise RuntimeError("a binlog split stopped early without saying why")
     stats = {"events": sum(s["rows"] for s in summaries), "transactions": sum(s["transactions"] for s in summaries),
-             "rolled_back": sum(s["rolled_back"] for s in summaries), "rows_by_table": {}}
+             "rolled_back": sum(s["rolled_back"] for s in summaries), "rows_by_table": {},
+             "truncates": 0, "partial": False}  # a TRUNCATE is a statement: it ends the window before it
     for s in summaries:
         for table, n in s["rows_by_table"].items():
             stats["rows_by_table"][table] = stats["rows_by_table"].get(table, 0) + n
