@@ -44,6 +44,7 @@ from cdclake.engine.quality import QualityChecks
 from cdclake.errors import CdcError, TablesParkedError
 from cdclake.hadoopfs import hadoop_delete
 from cdclake.spi import (
+    KIND_CHANGE,
     CommittedWindow,
     Ddl,
     LogRecord,
@@ -345,13 +346,7 @@ class WindowMiner:
         self.report.rows_by_table = dict(stats.rows_by_table)
         return end
 
-    # ---- changes a source assembled in Spark tasks -------------------------------------------------
-
-    def stage(self, rows: DataFrame, name: str) -> DataFrame:
-        path = f"{self.staging}/{name}"
-        self.ctx.columns.mask_log_rows(rows).write.mode("overwrite").parquet(path)
-        self.report.phase("decode")
-        return self.spark.read.parquet(path)
+    # ---- changes a source assembled in Spark tasks (decoded straight into the bronze commit) -------
 
     def committed(self, window: CommittedWindow) -> Position:
         from pyspark.sql import functions as F
@@ -362,8 +357,12 @@ class WindowMiner:
         crash_point("staged")
         self._record_history()
         crash_point("history")
-        rows = None if window.rows is None else window.rows.select(
-            F.lit(wid).cast("bigint").alias("window_id"), *BRONZE_COLUMNS[1:])
+        rows = None
+        if window.rows is not None:  # the column rules apply in the same job: no raw value reaches a file
+            as_log_rows = window.rows.withColumn("kind", F.lit(KIND_CHANGE)).withColumn(
+                "raw", F.lit(None).cast("string"))
+            rows = ctx.columns.mask_log_rows(as_log_rows).select(
+                F.lit(wid).cast("bigint").alias("window_id"), *BRONZE_COLUMNS[1:])
         stats = window.stats
         if stats is None:
             # the source could not count (its window was cut short): two small jobs
@@ -374,7 +373,7 @@ class WindowMiner:
         marker = {"end": window.end.to_dict(), **stats}
         ctx.bronze.commit(wid, rows if stats["events"] else None, window.end, marker, self.bronze_app)
         self.marker = marker
-        self.report.phase("bronze")
+        self.report.phase("decode_bronze")  # a lazy read: decoded by this commit
         crash_point("bronze")
         hadoop_delete(self.spark, self.staging)
         self.report.events = int(stats["events"])

@@ -193,13 +193,10 @@ class WindowSink(Protocol):
     def frame(self, window: MinedWindow) -> Position:
         """Assemble a window of log rows decoded in Spark."""
 
-    def stage(self, rows: DataFrame, name: str) -> DataFrame:
-        """Write rows decoded in Spark (log-row ``kind``/``source_table``/``before``/``after``/``raw``
-        columns, images masked by the pipeline's column rules on the way) to the window's staging area
-        once, and return them read back: later steps read the files, decoding is not repeated."""
-
     def committed(self, window: CommittedWindow) -> Position:
-        """Record a window of changes the source assembled and sequenced itself; return its end."""
+        """Record a window of changes the source assembled and sequenced itself (``rows`` may be a lazy
+        read: it is computed once, by the bronze commit, with the pipeline's column rules applied on the
+        way); return its end."""
 
 
 class Source(abc.ABC):

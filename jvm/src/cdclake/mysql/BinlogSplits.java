@@ -94,7 +94,8 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
 
         @Override public PartitionReaderFactory createReaderFactory() {
             return new Factory(o.get("host"), Integer.parseInt(o.getOrDefault("port", "3306")), o.get("user"),
-                    o.get("password"), Long.parseLong(o.get("server_id_base")), o.get("tables"));
+                    o.get("password"), Long.parseLong(o.get("server_id_base")), o.get("tables"),
+                    o.getOrDefault("mode", "all"));
         }
     }
 
@@ -111,10 +112,10 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
     }
 
     static final class Factory implements PartitionReaderFactory {
-        final String host, user, password, tables; final int port; final long serverIdBase;
-        Factory(String host, int port, String user, String password, long serverIdBase, String tables) {
+        final String host, user, password, tables, mode; final int port; final long serverIdBase;
+        Factory(String host, int port, String user, String password, long serverIdBase, String tables, String mode) {
             this.host = host; this.port = port; this.user = user; this.password = password;
-            this.serverIdBase = serverIdBase; this.tables = tables;
+            this.serverIdBase = serverIdBase; this.tables = tables; this.mode = mode;
         }
         @Override public PartitionReader<InternalRow> createReader(InputPartition p) { return new Reader(this, (Split) p); }
     }
@@ -433,8 +434,12 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
         long lastNext = -1, rows, transactions, rolledBack;
         final Map<String, Long> rowsByTable = new TreeMap<>();
 
+        final boolean changes, controls;  // what this pass emits (mode: changes | controls | all)
+
         Reader(Factory f, Split s) {
             this.f = f; this.s = s;
+            changes = !"controls".equals(f.mode);
+            controls = !"changes".equals(f.mode);
             fileSeq = Long.parseLong(s.file.substring(s.file.lastIndexOf('.') + 1));
             JsonNode tables = json(f.tables);
             for (Iterator<Map.Entry<String, JsonNode>> it = tables.fields(); it.hasNext(); ) {
@@ -490,7 +495,7 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
             if (fail == null && !stopped && lastNext != s.end) fail = "the last event ends at " + lastNext + ", not at the split's end";
             if (fail == null && !stopped && inTx) fail = "the split ends inside a transaction (" + txid + ")";
             try {
-                if (fail == null) out.add(summary());
+                if (fail == null && controls) out.add(summary());
                 if (!out.isEmpty()) queue.put(out);
                 queue.put(new End(fail));
             } catch (InterruptedException ignored) {
@@ -538,7 +543,9 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
                 // A value that does not fit the schema history: after a DDL the window is cut before anyway; if
                 // not, the driver stops the run with this row. Either way this split decodes no further.
                 EventHeaderV4 h = ev.getHeader();
-                control(ERROR, null, h, h.getNextPosition(), "at " + s.file + ":" + h.getPosition() + ": " + e);
+                String detail = "at " + s.file + ":" + h.getPosition() + ": " + e;
+                if (!controls) { fail(detail); return; }
+                control(ERROR, null, h, h.getNextPosition(), detail);
                 stopped = true;
                 stop();
             }
@@ -602,20 +609,21 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
                 case WRITE_ROWS: case EXT_WRITE_ROWS: {
                     WriteRowsEventData d = ev.getData();
                     TableSpec spec = rowsOf(d.getTableId(), h, next);
-                    if (spec != null) for (Serializable[] r : d.getRows()) tx.add(new Pending(spec, C, null, image(spec, r)));
+                    if (spec != null) for (Serializable[] r : d.getRows()) tx.add(new Pending(spec, C, null, changes ? image(spec, r) : null));
                     break;
                 }
                 case UPDATE_ROWS: case EXT_UPDATE_ROWS: {
                     UpdateRowsEventData d = ev.getData();
                     TableSpec spec = rowsOf(d.getTableId(), h, next);
                     if (spec != null) for (Map.Entry<Serializable[], Serializable[]> r : d.getRows())
-                        tx.add(new Pending(spec, U, image(spec, r.getKey()), image(spec, r.getValue())));
+                        tx.add(changes ? new Pending(spec, U, image(spec, r.getKey()), image(spec, r.getValue()))
+                                : new Pending(spec, U, null, null));
                     break;
                 }
                 case DELETE_ROWS: case EXT_DELETE_ROWS: {
                     DeleteRowsEventData d = ev.getData();
                     TableSpec spec = rowsOf(d.getTableId(), h, next);
-                    if (spec != null) for (Serializable[] r : d.getRows()) tx.add(new Pending(spec, D, image(spec, r), null));
+                    if (spec != null) for (Serializable[] r : d.getRows()) tx.add(new Pending(spec, D, changes ? image(spec, r) : null, null));
                     break;
                 }
                 case XID: commit(next, h.getTimestamp()); break;
@@ -667,7 +675,7 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
                     .append(",\"gtid_before\":");
             string(raw, before);
             raw.append(",\"in_group\":").append(grouped).append('}');
-            out.add(new GenericInternalRow(new Object[]{QUERY, null, null, seq(ordinal(next), 0),
+            if (controls) out.add(new GenericInternalRow(new Object[]{QUERY, null, null, seq(ordinal(next), 0),
                     UTF8String.fromString(s.file + ":" + next), txid == null ? null : UTF8String.fromString(txid),
                     h.getTimestamp() * 1000L, null, q.getDatabase() == null ? null : UTF8String.fromString(q.getDatabase()),
                     UTF8String.fromString(sql), UTF8String.fromString(raw.toString())}));
@@ -675,6 +683,9 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
         }
 
         void control(UTF8String kind, String table, EventHeaderV4 h, long next, String detail) {
+            if (!controls) {  // the changes pass reads only up to the first statement or misfit: none is expected
+                throw new IllegalStateException(kind + " at " + s.file + ":" + next + ": " + detail);
+            }
             StringBuilder raw = new StringBuilder("{\"group_start\":").append(groupStart < 0 ? h.getPosition() : groupStart)
                     .append(",\"gtid_before\":");
             string(raw, gtidText());
@@ -702,7 +713,7 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
                 index++;
                 if (ordinal <= p.table.floor) continue;
                 kept++;
-                out.add(new GenericInternalRow(new Object[]{CHANGE, p.table.utf8Name, p.op, seq(ordinal, index), position,
+                if (changes) out.add(new GenericInternalRow(new Object[]{CHANGE, p.table.utf8Name, p.op, seq(ordinal, index), position,
                         id, timestampMs * 1000L, p.table.version,
                         p.before == null ? null : UTF8String.fromString(p.before),
                         p.after == null ? null : UTF8String.fromString(p.after), null}));

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pymysql
 
@@ -30,6 +30,7 @@ from cdclake.sources.mysql.config import MySqlSourceConfig
 from cdclake.sources.mysql.ddl import apply_ddl, tables_named
 from cdclake.sources.mysql.position import BinlogPosition
 from cdclake.sources.mysql.schema_change import NotEvaluable, evaluation_sql, existing_rows
+from cdclake.sources.mysql.splits import split_failure as splits_failure
 from cdclake.sources.mysql.types import MySqlTypeMapper, table_map_overrides
 from cdclake.spi import (
     Begin,
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 SYSTEM_DATABASES = {"mysql", "information_schema", "performance_schema", "sys"}
 _TXN_CONTROL = re.compile(r"^\s*(BEGIN|COMMIT|ROLLBACK|XA\s|SAVEPOINT|ROLLBACK\s+TO|RELEASE\s+SAVEPOINT)", re.I)
 FL_STANDALONE = 1  # MariaDB GTID flag: the group has no BEGIN/COMMIT (DDL)
@@ -304,29 +306,34 @@ class MySqlSource(RecordSource):
         plan = planned.plan
         log.info("window %s: %d bytes of binlog in %d splits decoded by Spark tasks", request.window_id,
                  plan.total_bytes, len(plan.splits))
-        try:
-            staged = sink.stage(splits.read(spark, plan), "decoded")
-        except Exception as exc:  # a task's failure arrives as the JVM's trace: say which split and why
-            failure = splits.split_failure(exc)
-            if failure is None:
-                raise
-            raise CdcError(failure, "check that the binlog from the window's start is still on the server "
-                           "('cdclake status'), that the tasks can reach it and that the server ids "
-                           f"{self.split_server_id_base()}.. are free (source.split_server_id_base); "
-                           "or decode on the driver: mining.decoder: driver") from None
-        controls = staged.where("kind <> 'change'").select("kind", "source_table", "seq", "position", "before",
-                                                            "after", "raw").collect()
+        # Pass 1: what ends the window (statements, misfits) and its counts, without building images.
+        controls = self._split_job(lambda: splits.read(spark, plan, "controls").where("kind <> 'change'").select(
+            "kind", "source_table", "seq", "position", "before", "after", "raw").collect())
         closing = splits.close(self, plan, request, controls)
         if closing.end is None:
             log.info("window %s: %s starts the window: the driver decodes that transaction", request.window_id,
                      closing.reason)
             first = replace(request, end_limit=BinlogPosition(request.start.file, request.start.pos + 1))  # type: ignore[attr-defined]
             return super().mine_window(spark, first, sink)
-        rows = staged.where("kind = 'change'")
         if closing.cut is not None:
             log.info("window %s ends at %s, before %s", request.window_id, closing.end.describe(), closing.reason)
-            rows = rows.where(splits.cut_filter(closing.cut))
-        return sink.committed(CommittedWindow(closing.end, rows.drop("kind", "raw"), stats=closing.stats))
+            plan = splits.until(plan, closing.end)
+        # Pass 2: the committed changes, decoded by the tasks straight into the bronze commit.
+        rows = splits.read(spark, plan, "changes").drop("kind", "raw")
+        return self._split_job(lambda: sink.committed(CommittedWindow(closing.end, rows, stats=closing.stats)))
+
+    def _split_job(self, job: Callable[[], _T]) -> _T:
+        """Run a Spark job over splits; a task's failure (the JVM's trace) becomes which split failed and why."""
+        try:
+            return job()
+        except Exception as exc:
+            failure = splits_failure(exc)
+            if failure is None:
+                raise
+            raise CdcError(failure, "check that the binlog from the window's start is still on the server "
+                           "('cdclake status'), that the tasks can reach it and that the server ids "
+                           f"{self.split_server_id_base()}.. are free (source.split_server_id_base); "
+                           "or decode on the driver: mining.decoder: driver") from None
 
     def mine(  # type: ignore[override]
         self,

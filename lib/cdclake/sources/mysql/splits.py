@@ -231,8 +231,7 @@ def plan(source: MySqlSource, request: WindowRequest) -> Planned:
     reader_options = {
         "host": config.host, "port": str(config.port), "user": config.user,
         "password": config.password.get_secret_value(),
-        "server_id_base": str(source.split_server_id_base()), "splits": json.dumps(detail),
-        "tables": json.dumps(tables),
+        "server_id_base": str(source.split_server_id_base()), "tables": json.dumps(tables),
     }
     split_list = [Split(i, BinlogPosition(s.file, s.start), BinlogPosition(s.file, s.end), d)
                   for i, (s, d) in enumerate(zip(splits, detail))]
@@ -285,9 +284,27 @@ def split_failure(exc: BaseException) -> str | None:
     return text[at:].split("\n", 1)[0].split("\\n", 1)[0].strip()
 
 
-def read(spark: SparkSession, split_plan: SplitPlan) -> DataFrame:
-    """The splits decoded by Spark tasks (:data:`SPLIT_ROWS_DDL`): committed changes and control rows."""
-    return spark.read.format(split_plan.reader).options(**split_plan.options).load()
+def read(spark: SparkSession, split_plan: SplitPlan, mode: str) -> DataFrame:
+    """The splits decoded by Spark tasks (:data:`SPLIT_ROWS_DDL`): ``controls`` (statements, misfits,
+    one summary per split: no image is built) or ``changes`` (committed changes only; anything that
+    would be a control row fails the task)."""
+    options = {**split_plan.options, "splits": json.dumps([dict(s.detail) for s in split_plan.splits]), "mode": mode}
+    return spark.read.format(split_plan.reader).options(**options).load()
+
+
+def until(split_plan: SplitPlan, end: BinlogPosition) -> SplitPlan:
+    """``split_plan`` up to ``end`` (a transaction's start inside it): the splits before it, the one it
+    cuts shortened."""
+    kept = []
+    for split in split_plan.splits:
+        if split.start.ordinal >= end.ordinal:
+            break
+        if split.end.ordinal > end.ordinal:
+            assert isinstance(split.start, BinlogPosition) and split.start.file == end.file
+            split = Split(split.index, split.start, end, {**split.detail, "end": end.pos})
+        kept.append(split)
+    return SplitPlan(kept, end, split_plan.reader, split_plan.options,
+                     sum(s.end.ordinal - s.start.ordinal for s in kept))
 
 
 @dataclass
@@ -360,4 +377,4 @@ def cut_filter(cut: int) -> str:
 
 
 __all__ = ["OFFSET_SPAN", "READER", "SPLIT_ROWS_DDL", "Closing", "NotSplittable", "Planned", "close", "column_kind",
-           "cut_filter", "plan", "read", "split_failure", "table_specs"]
+           "cut_filter", "plan", "read", "split_failure", "table_specs", "until"]
