@@ -38,8 +38,10 @@ def _raw_values_in(root: Path, needles: list[str]) -> dict[str, list[str]]:
     return found
 
 
+# The binlog decoded on the driver and by Spark tasks (whose images are masked in the bronze commit's job).
+@pytest.mark.parametrize("decoder", ["driver", "executors"])
 def test_left_out_and_masked_columns_never_reach_the_lake(spark: Any, mariadb: MariaDBServer, fresh_database: str,
-                                                          tmp_path: Path) -> None:
+                                                          tmp_path: Path, decoder: str) -> None:
     db = fresh_database
     mariadb.execute(f"CREATE TABLE {db}.people (id INT PRIMARY KEY, name VARCHAR(40), ssn CHAR(20), "
                     "email VARCHAR(60), phone VARCHAR(20), notes TEXT) CHARACTER SET latin1")
@@ -65,9 +67,10 @@ def test_left_out_and_masked_columns_never_reach_the_lake(spark: Any, mariadb: M
         f"  {db}.visits:\n"
         f"    include_columns: [email, city]\n"
         f"    mask_columns: {{email: {{hash: sha256}}}}\n"
+        f"mining: {{decoder: {decoder}}}\n"
     )
     lake = tmp_path / "lake"
-    p = make_pipeline(spark, mariadb, db, lake, name="columns", extra=extra)
+    p = make_pipeline(spark, mariadb, db, lake, name=f"columns{decoder}", extra=extra)
     tables = [f"{db}.people", f"{db}.visits"]
     p.snapshot()
     assert_lake_equals_source(spark, mariadb, p, tables)  # the source read through the same rules
