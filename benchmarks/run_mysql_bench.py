@@ -324,11 +324,11 @@ def split_floor(pipeline, file: str, pos: int, end_file: str, end_pos: int) -> d
     plan = splits.plan(source, request).plan
     plan_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    n = splits.read(spark, plan).where("kind = 'change'").count()
+    n = splits.read(spark, plan, "changes").count()
     count_s = time.perf_counter() - t0
     out = str(Path(pipeline.layout.root) / "_floor_append")
     t0 = time.perf_counter()
-    splits.read(spark, plan).where("kind = 'change'").write.format("delta").mode("append").save(out)
+    splits.read(spark, plan, "changes").write.format("delta").mode("append").save(out)
     append_s = time.perf_counter() - t0
     log(f"  split reader: {len(plan.splits)} splits planned in {plan_s:.2f}s; count {n} in {count_s:.2f}s, "
         f"decode+append {append_s:.2f}s")
