@@ -327,6 +327,7 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
         return y == 0 ? 0L : 1900L + y;
     }
 
+    // The same overrides three times: each rows event has its own deserializer class (Java has no mixins).
     static final class WriteRows extends WriteRowsEventDataDeserializer {
         WriteRows(Map<Long, TableMapEventData> maps) { super(maps); }
         @Override protected Serializable deserializeBit(int m, ByteArrayInputStream in) throws IOException { return readBit(m, in); }
