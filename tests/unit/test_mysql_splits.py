@@ -10,7 +10,7 @@ from cdclake.schema import Column, TableSchema
 from cdclake.sources.mysql import splits
 from cdclake.sources.mysql.position import BinlogPosition
 from cdclake.sources.mysql.types import column_from_definition
-from cdclake.spi import SEQ_SPAN, SplitOptions, WindowRequest
+from cdclake.spi import SplitOptions, WindowRequest
 
 
 def _kind(definition: str) -> dict:
@@ -45,12 +45,6 @@ def test_ranges_cover_the_window_file_by_file() -> None:
     assert [(r.file, r.start, r.end, r.head) for r in got] == [
         ("b.000002", 120, 500, False), ("b.000003", 4, 700, True), ("b.000004", 4, 250, True)]
     assert splits._ranges(logs, BinlogPosition("b.000002", 500), BinlogPosition("b.000002", 500)) == []
-
-
-def test_the_cut_keeps_changes_committed_at_or_before_it() -> None:
-    cut = 7_000_000_000_123
-    bound = int(splits.cut_filter(cut).split("<", 1)[1])
-    assert cut * SEQ_SPAN + 5 < bound <= (cut + 1) * SEQ_SPAN + 1
 
 
 def _request(decoder: str, max_events: int | None = None) -> WindowRequest:

@@ -364,20 +364,13 @@ class WindowMiner:
             rows = ctx.columns.mask_log_rows(as_log_rows).select(
                 F.lit(wid).cast("bigint").alias("window_id"), *BRONZE_COLUMNS[1:])
         stats = window.stats
-        if stats is None:
-            # the source could not count (its window was cut short): two small jobs
-            counted = [] if rows is None else rows.groupBy("source_table").agg(F.count(F.lit(1)).alias("n")).collect()
-            transactions = 0 if not counted else rows.agg(F.countDistinct("txid")).first()[0]  # type: ignore[union-attr]
-            stats = {"events": sum(int(r.n) for r in counted), "transactions": int(transactions), "rolled_back": None,
-                     "rows_by_table": {r.source_table: int(r.n) for r in counted}}
         marker = {"end": window.end.to_dict(), **stats}
         ctx.bronze.commit(wid, rows if stats["events"] else None, window.end, marker, self.bronze_app)
         self.marker = marker
         self.report.phase("decode_bronze")  # a lazy read: decoded by this commit
         crash_point("bronze")
-        hadoop_delete(self.spark, self.staging)
         self.report.events = int(stats["events"])
-        self.report.transactions = int(stats["transactions"] or 0)
+        self.report.transactions = int(stats["transactions"])
         self.report.rows_by_table = dict(stats["rows_by_table"])
         return window.end
 

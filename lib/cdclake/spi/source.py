@@ -95,15 +95,16 @@ class CommittedWindow:
     """A window whose committed changes a source assembled and sequenced itself (e.g. in Spark tasks).
 
     ``rows`` has the bronze columns but ``window_id`` (``source_table, op, seq, position, txid, commit_ts,
-    schema_version, before, after``), committed work only, ``seq`` final. ``stats`` (``events``,
-    ``transactions``, ``rolled_back``, ``rows_by_table``) when the source counted them, else None (the
-    engine counts). ``ddl``: statements of the window, in log order.
+    schema_version, before, after``), committed work only, ``seq`` final. ``stats``: the counts of those
+    rows (``events``, ``transactions``, ``rolled_back``, ``rows_by_table``, ``truncates``, ``partial``:
+    whether an after image lists unavailable columns), which the bronze marker keeps and the apply uses.
+    ``ddl``: statements of the window, in log order.
     """
 
     end: Position
     rows: DataFrame | None
+    stats: dict[str, Any]
     ddl: list[Ddl] = field(default_factory=list)
-    stats: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -95,7 +95,7 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
         @Override public PartitionReaderFactory createReaderFactory() {
             return new Factory(o.get("host"), Integer.parseInt(o.getOrDefault("port", "3306")), o.get("user"),
                     o.get("password"), Long.parseLong(o.get("server_id_base")), o.get("tables"),
-                    o.getOrDefault("mode", "all"));
+                    o.get("mode"));
         }
     }
 
@@ -228,7 +228,7 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
         return b.append('}').toString();
     }
 
-    /** Row deserializers that read temporal and BIT cells as cdclake's canonical parts (exact, no time zone). */
+    // Temporal, YEAR and BIT cells read from their binary form as cdclake's canonical parts (exact, no time zone).
     static Serializable readBit(int meta, ByteArrayInputStream in) throws IOException {
         int length = (meta >> 8) * 8 + (meta & 0xFF);
         return in.read((length + 7) >> 3);
@@ -327,44 +327,51 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
         return y == 0 ? 0L : 1900L + y;
     }
 
-    // The same overrides three times: each rows event has its own deserializer class (Java has no mixins).
+    /** Marks a cell type the library's own reading serves. */
+    static final Serializable LIBRARY = new Serializable() { };
+
+    /** Temporal, YEAR and BIT cells as cdclake's canonical parts; other types: {@link #LIBRARY}. */
+    static Serializable cell(ColumnType type, int meta, ByteArrayInputStream in) throws IOException {
+        switch (type) {
+            case BIT: return readBit(meta, in);
+            case DATE: return readDate(in);
+            case DATETIME: return readDatetime(in);
+            case DATETIME_V2: return readDatetimeV2(meta, in);
+            case TIMESTAMP: return readTimestamp(in);
+            case TIMESTAMP_V2: return readTimestampV2(meta, in);
+            case TIME: return readTime(in);
+            case TIME_V2: return readTimeV2(meta, in);
+            case YEAR: return readYear(in);
+            default: return LIBRARY;
+        }
+    }
+
+    // One override per rows event type: each has its own deserializer class.
     static final class WriteRows extends WriteRowsEventDataDeserializer {
         WriteRows(Map<Long, TableMapEventData> maps) { super(maps); }
-        @Override protected Serializable deserializeBit(int m, ByteArrayInputStream in) throws IOException { return readBit(m, in); }
-        @Override protected Serializable deserializeDate(ByteArrayInputStream in) throws IOException { return readDate(in); }
-        @Override protected Serializable deserializeDatetime(ByteArrayInputStream in) throws IOException { return readDatetime(in); }
-        @Override protected Serializable deserializeDatetimeV2(int m, ByteArrayInputStream in) throws IOException { return readDatetimeV2(m, in); }
-        @Override protected Serializable deserializeTimestamp(ByteArrayInputStream in) throws IOException { return readTimestamp(in); }
-        @Override protected Serializable deserializeTimestampV2(int m, ByteArrayInputStream in) throws IOException { return readTimestampV2(m, in); }
-        @Override protected Serializable deserializeTime(ByteArrayInputStream in) throws IOException { return readTime(in); }
-        @Override protected Serializable deserializeTimeV2(int m, ByteArrayInputStream in) throws IOException { return readTimeV2(m, in); }
-        @Override protected Serializable deserializeYear(ByteArrayInputStream in) throws IOException { return readYear(in); }
+        @Override protected Serializable deserializeCell(ColumnType t, int meta, int length, ByteArrayInputStream in)
+                throws IOException {
+            Serializable v = cell(t, meta, in);
+            return v != LIBRARY ? v : super.deserializeCell(t, meta, length, in);
+        }
     }
 
     static final class UpdateRows extends UpdateRowsEventDataDeserializer {
         UpdateRows(Map<Long, TableMapEventData> maps) { super(maps); }
-        @Override protected Serializable deserializeBit(int m, ByteArrayInputStream in) throws IOException { return readBit(m, in); }
-        @Override protected Serializable deserializeDate(ByteArrayInputStream in) throws IOException { return readDate(in); }
-        @Override protected Serializable deserializeDatetime(ByteArrayInputStream in) throws IOException { return readDatetime(in); }
-        @Override protected Serializable deserializeDatetimeV2(int m, ByteArrayInputStream in) throws IOException { return readDatetimeV2(m, in); }
-        @Override protected Serializable deserializeTimestamp(ByteArrayInputStream in) throws IOException { return readTimestamp(in); }
-        @Override protected Serializable deserializeTimestampV2(int m, ByteArrayInputStream in) throws IOException { return readTimestampV2(m, in); }
-        @Override protected Serializable deserializeTime(ByteArrayInputStream in) throws IOException { return readTime(in); }
-        @Override protected Serializable deserializeTimeV2(int m, ByteArrayInputStream in) throws IOException { return readTimeV2(m, in); }
-        @Override protected Serializable deserializeYear(ByteArrayInputStream in) throws IOException { return readYear(in); }
+        @Override protected Serializable deserializeCell(ColumnType t, int meta, int length, ByteArrayInputStream in)
+                throws IOException {
+            Serializable v = cell(t, meta, in);
+            return v != LIBRARY ? v : super.deserializeCell(t, meta, length, in);
+        }
     }
 
     static final class DeleteRows extends DeleteRowsEventDataDeserializer {
         DeleteRows(Map<Long, TableMapEventData> maps) { super(maps); }
-        @Override protected Serializable deserializeBit(int m, ByteArrayInputStream in) throws IOException { return readBit(m, in); }
-        @Override protected Serializable deserializeDate(ByteArrayInputStream in) throws IOException { return readDate(in); }
-        @Override protected Serializable deserializeDatetime(ByteArrayInputStream in) throws IOException { return readDatetime(in); }
-        @Override protected Serializable deserializeDatetimeV2(int m, ByteArrayInputStream in) throws IOException { return readDatetimeV2(m, in); }
-        @Override protected Serializable deserializeTimestamp(ByteArrayInputStream in) throws IOException { return readTimestamp(in); }
-        @Override protected Serializable deserializeTimestampV2(int m, ByteArrayInputStream in) throws IOException { return readTimestampV2(m, in); }
-        @Override protected Serializable deserializeTime(ByteArrayInputStream in) throws IOException { return readTime(in); }
-        @Override protected Serializable deserializeTimeV2(int m, ByteArrayInputStream in) throws IOException { return readTimeV2(m, in); }
-        @Override protected Serializable deserializeYear(ByteArrayInputStream in) throws IOException { return readYear(in); }
+        @Override protected Serializable deserializeCell(ColumnType t, int meta, int length, ByteArrayInputStream in)
+                throws IOException {
+            Serializable v = cell(t, meta, in);
+            return v != LIBRARY ? v : super.deserializeCell(t, meta, length, in);
+        }
     }
 
     static EventDeserializer deserializer() {
@@ -391,8 +398,7 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
     // ---- one split --------------------------------------------------------------------------------------
 
     static final UTF8String CHANGE = UTF8String.fromString("change"), QUERY = UTF8String.fromString("query"),
-            MISMATCH = UTF8String.fromString("mismatch"), SPLIT = UTF8String.fromString("split"),
-            ERROR = UTF8String.fromString("error");
+            MISMATCH = UTF8String.fromString("mismatch"), SPLIT = UTF8String.fromString("split");
     static final UTF8String C = UTF8String.fromString("c"), U = UTF8String.fromString("u"), D = UTF8String.fromString("d");
     static final Pattern TXN_CONTROL = Pattern.compile(
             "^\\s*(BEGIN|COMMIT|ROLLBACK|XA\\s|SAVEPOINT|ROLLBACK\\s+TO|RELEASE\\s+SAVEPOINT)", Pattern.CASE_INSENSITIVE);
@@ -431,7 +437,7 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
         ArrayList<InternalRow> out = new ArrayList<>();
         String txid, pendingGtid;
         long groupStart = -1;
-        boolean inTx, inGroup, sawFirst, done, stopped;
+        boolean inTx, inGroup, sawFirst, done;
         long lastNext = -1, rows, transactions, rolledBack;
         final Map<String, Long> rowsByTable = new TreeMap<>();
 
@@ -439,8 +445,8 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
 
         Reader(Factory f, Split s) {
             this.f = f; this.s = s;
-            changes = !"controls".equals(f.mode);
-            controls = !"changes".equals(f.mode);
+            controls = "controls".equals(f.mode);
+            changes = !controls;
             fileSeq = Long.parseLong(s.file.substring(s.file.lastIndexOf('.') + 1));
             JsonNode tables = json(f.tables);
             for (Iterator<Map.Entry<String, JsonNode>> it = tables.fields(); it.hasNext(); ) {
@@ -489,12 +495,10 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
             }
             if (closed) return;
             if (fail == null && !failures.isEmpty()) fail = String.join("; ", failures);
-            if (stopped && fail != null && fail.startsWith("cannot read")) fail = null;  // our own disconnect
-            if (stopped) done = true;
             if (fail == null && !s.head && !sawFirst) fail = "no event was received at " + s.file + ":" + s.start;
             if (fail == null && !done) fail = "the binlog ended at " + lastNext + " before the split's end " + s.end;
-            if (fail == null && !stopped && lastNext != s.end) fail = "the last event ends at " + lastNext + ", not at the split's end";
-            if (fail == null && !stopped && inTx) fail = "the split ends inside a transaction (" + txid + ")";
+            if (fail == null && lastNext != s.end) fail = "the last event ends at " + lastNext + ", not at the split's end";
+            if (fail == null && inTx) fail = "the split ends inside a transaction (" + txid + ")";
             try {
                 if (fail == null && controls) out.add(summary());
                 if (!out.isEmpty()) queue.put(out);
@@ -507,7 +511,7 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
         InternalRow summary() {
             StringBuilder b = new StringBuilder("{\"index\":").append(s.index).append(",\"gtid_after\":");
             string(b, gtidText());
-            b.append(",\"stopped\":").append(stopped).append(",\"rows\":").append(rows).append(",\"transactions\":").append(transactions)
+            b.append(",\"rows\":").append(rows).append(",\"transactions\":").append(transactions)
                     .append(",\"rolled_back\":").append(rolledBack).append(",\"rows_by_table\":{");
             boolean first = true;
             for (Map.Entry<String, Long> e : rowsByTable.entrySet()) {
@@ -537,18 +541,11 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
 
         void onEvent(Event ev) {
             if (closed) { stop(); return; }
-            if (!failures.isEmpty() || done || stopped) return;
+            if (!failures.isEmpty() || done) return;
             try {
                 handle(ev);
-            } catch (RuntimeException e) {
-                // A value that does not fit the schema history: after a DDL the window is cut before anyway; if
-                // not, the driver stops the run with this row. Either way this split decodes no further.
-                EventHeaderV4 h = ev.getHeader();
-                String detail = "at " + s.file + ":" + h.getPosition() + ": " + e;
-                if (!controls) { fail(detail); return; }
-                control(ERROR, null, h, h.getNextPosition(), detail);
-                stopped = true;
-                stop();
+            } catch (RuntimeException e) {  // e.g. a value that does not fit the schema history: the task fails
+                fail("at " + s.file + ":" + ((EventHeaderV4) ev.getHeader()).getPosition() + ": " + e);
             }
         }
 

@@ -25,12 +25,11 @@ import pymysql
 
 from cdclake.errors import CdcError, DdlParseError, PreflightError
 from cdclake.schema import TableSchema
-from cdclake.sources.mysql import lag, preflight
+from cdclake.sources.mysql import lag, preflight, splits
 from cdclake.sources.mysql.config import MySqlSourceConfig
 from cdclake.sources.mysql.ddl import apply_ddl, tables_named
 from cdclake.sources.mysql.position import BinlogPosition
 from cdclake.sources.mysql.schema_change import NotEvaluable, evaluation_sql, existing_rows
-from cdclake.sources.mysql.splits import split_failure as splits_failure
 from cdclake.sources.mysql.types import MySqlTypeMapper, table_map_overrides
 from cdclake.spi import (
     Begin,
@@ -43,6 +42,7 @@ from cdclake.spi import (
     Rollback,
     RowChange,
     SnapshotStart,
+    SplitPlan,
     WindowEnd,
     WindowRequest,
     WindowSink,
@@ -295,39 +295,39 @@ class MySqlSource(RecordSource):
     def mine_window(self, spark: SparkSession, request: WindowRequest, sink: WindowSink) -> Position:
         """A window large enough is decoded by Spark tasks, split by split (:mod:`.splits`); others, and a
         window that starts with a statement of a captured table, by the driver."""
-        from cdclake.sources.mysql import splits
-
         planned = splits.plan(self, request)
         if planned.plan is None:
-            if planned.driver_first:  # the first transaction only: the one with the statement
-                first = replace(request, end_limit=BinlogPosition(request.start.file, request.start.pos + 1))  # type: ignore[attr-defined]
-                return super().mine_window(spark, first, sink)
-            return super().mine_window(spark, request, sink)
+            return super().mine_window(spark, _first_transaction(request) if planned.driver_first else request, sink)
         plan = planned.plan
         log.info("window %s: %d bytes of binlog in %d splits decoded by Spark tasks", request.window_id,
                  plan.total_bytes, len(plan.splits))
-        # Pass 1: what ends the window (statements, misfits) and its counts, without building images.
-        controls = self._split_job(lambda: splits.read(spark, plan, "controls").where("kind <> 'change'").select(
-            "kind", "source_table", "seq", "position", "before", "after", "raw").collect())
-        closing = splits.close(self, plan, request, controls)
+        closing = self._close(spark, plan, request)  # pass 1: what ends the window, and its counts
         if closing.end is None:
             log.info("window %s: %s starts the window: the driver decodes that transaction", request.window_id,
                      closing.reason)
-            first = replace(request, end_limit=BinlogPosition(request.start.file, request.start.pos + 1))  # type: ignore[attr-defined]
-            return super().mine_window(spark, first, sink)
-        if closing.cut is not None:
+            return super().mine_window(spark, _first_transaction(request), sink)
+        if closing.cut:
             log.info("window %s ends at %s, before %s", request.window_id, closing.end.describe(), closing.reason)
             plan = splits.until(plan, closing.end)
+            closing = self._close(spark, plan, request)  # the counts up to the cut (no image is built)
+            assert closing.end is not None and closing.stats is not None
         # Pass 2: the committed changes, decoded by the tasks straight into the bronze commit.
         rows = splits.read(spark, plan, "changes").drop("kind", "raw")
-        return self._split_job(lambda: sink.committed(CommittedWindow(closing.end, rows, stats=closing.stats)))
+        end, stats = closing.end, closing.stats
+        return self._split_job(lambda: sink.committed(CommittedWindow(end, rows, stats)))
+
+    def _close(self, spark: SparkSession, plan: SplitPlan, request: WindowRequest) -> splits.Closing:
+        """Pass 1 over ``plan``'s splits (statements, misfits, counts: no image is built), judged."""
+        controls = self._split_job(lambda: splits.read(spark, plan, "controls").where("kind <> 'change'").select(
+            "kind", "source_table", "seq", "position", "before", "after", "raw").collect())
+        return splits.close(self, plan, request, controls)
 
     def _split_job(self, job: Callable[[], _T]) -> _T:
         """Run a Spark job over splits; a task's failure (the JVM's trace) becomes which split failed and why."""
         try:
             return job()
         except Exception as exc:
-            failure = splits_failure(exc)
+            failure = splits.split_failure(exc)
             if failure is None:
                 raise
             raise CdcError(failure, "check that the binlog from the window's start is still on the server "
@@ -346,6 +346,13 @@ class MySqlSource(RecordSource):
     ) -> Iterator[LogRecord]:
         reader = _BinlogWindow(self, start, end, dict(schemas), next_schema_version, max_events, floors or {})
         yield from reader.run()
+
+
+def _first_transaction(request: WindowRequest) -> WindowRequest:
+    """``request`` bounded to its first transaction (the driver path stops at the first commit past its end)."""
+    start = request.start
+    assert isinstance(start, BinlogPosition)
+    return replace(request, end_limit=BinlogPosition(start.file, start.pos + 1))
 
 
 class _BinlogWindow:

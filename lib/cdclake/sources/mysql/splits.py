@@ -23,15 +23,16 @@ import codecs
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from cdclake.errors import CdcError, ConfigError, DdlParseError
+from cdclake.errors import ConfigError, DdlParseError
 from cdclake.schema import Column, TableSchema
 from cdclake.sources.mysql.ddl import apply_ddl
+from cdclake.sources.mysql.lag import binlog_sizes
 from cdclake.sources.mysql.position import OFFSET_SPAN, BinlogPosition, file_sequence
 from cdclake.sources.mysql.types import _BINARIES, _INTEGERS, _SPATIAL, _TEXTS, _charset_encoding
-from cdclake.spi.source import SEQ_SPAN, Split, SplitPlan, WindowRequest
+from cdclake.spi.source import Split, SplitPlan, WindowRequest
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -202,8 +203,7 @@ def plan(source: MySqlSource, request: WindowRequest) -> Planned:
     conn = source.connect()
     try:
         with conn.cursor() as cur:
-            cur.execute("SHOW BINARY LOGS")
-            logs = [(r[0] if isinstance(r[0], str) else r[0].decode(), int(r[1])) for r in cur.fetchall()]
+            logs = binlog_sizes(conn)
             ranges = _ranges(logs, start, end_limit)
             total = sum(r.end - r.start for r in ranges)
             if not ranges:
@@ -235,7 +235,7 @@ def plan(source: MySqlSource, request: WindowRequest) -> Planned:
     }
     split_list = [Split(i, BinlogPosition(s.file, s.start), BinlogPosition(s.file, s.end), d)
                   for i, (s, d) in enumerate(zip(splits, detail))]
-    return Planned(plan=SplitPlan(split_list, end, READER, reader_options, total_bytes=total))
+    return Planned(plan=SplitPlan(split_list, end, READER, reader_options, sum(s.end - s.start for s in splits)))
 
 
 def _cut(cur: Any, ranges: list[_Range], options: Any, budget: int) -> list[_Range]:
@@ -309,13 +309,13 @@ def until(split_plan: SplitPlan, end: BinlogPosition) -> SplitPlan:
 
 @dataclass
 class Closing:
-    """How a decoded window ends: at ``end``, keeping changes committed at or before ``cut`` (None: all)."""
+    """How a decoded window ends: at ``end`` (the plan's end, or before what ``reason`` names: ``cut``),
+    with the changes' counts when it was not cut."""
 
     end: BinlogPosition | None  # None: the window starts with what stops it: the driver mines that transaction
-    cut: int | None = None
+    cut: bool = False
     stats: dict[str, Any] | None = None
     reason: str = ""
-    notes: list[str] = field(default_factory=list)
 
 
 def _matters(source: MySqlSource, sql: str, database: str | None, schemas: Mapping[str, TableSchema]) -> bool:
@@ -342,18 +342,13 @@ def close(source: MySqlSource, split_plan: SplitPlan, request: WindowRequest, co
         raw = json.loads(row.raw)
         if row.kind == "query" and not _matters(source, row.after, row.before, request.schemas):
             continue
-        if row.kind == "error":  # no statement before it explains it
-            raise CdcError(f"a binlog row cannot be decoded {raw['detail']}",
-                           "set mining.decoder: driver and run again; please report the row's table and types")
         file = row.position.rsplit(":", 1)[0]
         group = BinlogPosition(file, int(raw["group_start"]), raw["gtid_before"] or None)
         what = f"a statement at {row.position}" if row.kind == "query" else \
             f"rows of {row.source_table} at {row.position} that do not fit its schema"
         if group.ordinal <= start.ordinal:
             return Closing(None, reason=what)
-        return Closing(group, cut=group.ordinal, reason=what)
-    if any(s["stopped"] for s in summaries):
-        raise RuntimeError("a binlog split stopped early without saying why")
+        return Closing(group, cut=True, reason=what)
     stats = {"events": sum(s["rows"] for s in summaries), "transactions": sum(s["transactions"] for s in summaries),
              "rolled_back": sum(s["rolled_back"] for s in summaries), "rows_by_table": {},
              "truncates": 0, "partial": False}  # a TRUNCATE is a statement: it ends the window before it
@@ -367,14 +362,5 @@ def close(source: MySqlSource, split_plan: SplitPlan, request: WindowRequest, co
     return Closing(end, stats=stats)
 
 
-def cut_filter(cut: int) -> str:
-    """Changes committed at or before ordinal ``cut`` (``seq = commit ordinal * SEQ_SPAN + index``).
-
-    >>> cut_filter(7)
-    'seq < 80000000000'
-    """
-    return f"seq < {(cut + 1) * SEQ_SPAN}"
-
-
 __all__ = ["OFFSET_SPAN", "READER", "SPLIT_ROWS_DDL", "Closing", "NotSplittable", "Planned", "close", "column_kind",
-           "cut_filter", "plan", "read", "split_failure", "table_specs", "until"]
+           "plan", "read", "split_failure", "table_specs", "until"]
