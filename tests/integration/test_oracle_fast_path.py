@@ -1,6 +1,6 @@
 """The JVM decoder fast path gives exactly the Python decoder's log rows.
 
-``decode_prepared(..., jvm=True)`` decodes commits, rollbacks and the common DML statement forms in
+``decode_all(..., jvm=True)`` decodes commits, rollbacks and the common DML statement forms in
 Spark SQL with ``cdclake.oracle.RedoFastPath``; everything else still goes to the Python decoder.
 Each test decodes the same window both ways and compares every column of every row (images as
 text), and checks the fast path really took the rows it should.
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from cdclake.schema import TableSchema
 from cdclake.sources.oracle import queries as Q
-from cdclake.sources.oracle.decode import DecodePlan, decode_prepared, fast_path_plan, prepare, register_fast_path
+from cdclake.sources.oracle.decode import DecodePlan, decode_all, fast_path_plan, prepare, register_fast_path
 from cdclake.sources.oracle.logminer import _arrow_chunk, _CommitRanks
 from cdclake.sources.oracle.source import RAW_DDL
 from cdclake.sources.oracle.types import column_from_oracle
@@ -63,8 +63,8 @@ def _window(spark: Any, db: SimulatedOracle, lo: int) -> Any:
 
 
 def _both(prepared: Any, plan: DecodePlan) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    fast = sorted(tuple(r) for r in decode_prepared(prepared, plan, jvm=True).collect())
-    slow = sorted(tuple(r) for r in decode_prepared(prepared, plan, jvm=False).collect())
+    fast = sorted(tuple(r) for r in decode_all(prepared, plan, jvm=True).collect())
+    slow = sorted(tuple(r) for r in decode_all(prepared, plan, jvm=False).collect())
     return fast, slow
 
 

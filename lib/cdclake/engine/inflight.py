@@ -21,7 +21,7 @@ are idempotent per window (Delta ``txnAppId``/``txnVersion``), and pending is re
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -31,6 +31,7 @@ from cdclake.engine.lake import LakeLayout, delta_ref, ensure_table, is_delta_ta
 from cdclake.spi.logrows import (
     KIND_CHANGE,
     KIND_COMMIT,
+    KIND_DEFERRED,
     KIND_ERROR,
     KIND_PIECE,
     KIND_ROLLBACK,
@@ -49,16 +50,93 @@ TRANSACTIONS_DDL = (
 )
 COMMITTED, ROLLED_BACK, ABANDONED = "committed", "rolled_back", "abandoned"
 _BROADCAST_UNDO_KEYS = 1_000_000  # more partial-rollback groups than this are joined by shuffle
+_BROADCAST_ENDS = 500_000  # more transaction ends in a window than this are joined by shuffle
+
+
+@dataclass
+class WindowCounts:
+    """What a pass over a window's log rows (or the pending buffer) found: enough to leave out every step a
+    window without that kind of row does not need. ``partial``/``truncates`` count rows of any transaction
+    (an upper bound for the committed ones)."""
+
+    rows: int = 0
+    undo: int = 0
+    pieces: int = 0
+    errors: int = 0  # 'error' rows, and change rows that did not decode
+    ends: int = 0
+    truncates: int = 0
+    partial: int = 0
+    deferred: int = 0  # rows left to the source's second decoder
+    max_ts: datetime | None = None
+    min_window: int | None = None
+
+    def plus(self, other: WindowCounts) -> WindowCounts:
+        """These counts less the deferred rows, plus ``other`` (what their second decoding gave)."""
+        def pick(a: Any, b: Any, f: Callable[..., Any]) -> Any:
+            return b if a is None else a if b is None else f(a, b)
+
+        return WindowCounts(
+            self.rows - self.deferred + other.rows, self.undo + other.undo, self.pieces + other.pieces,
+            self.errors + other.errors, self.ends + other.ends, self.truncates + other.truncates,
+            self.partial + other.partial, other.deferred, pick(self.max_ts, other.max_ts, max),
+            pick(self.min_window, other.min_window, min))
+
+    @staticmethod
+    def metrics(may_be_partial: Any = None) -> list[Any]:
+        """The aggregate columns that measure a frame of log rows (for ``observe`` or ``agg``)."""
+        from pyspark.sql import functions as F
+
+        kind = F.col("kind")
+        change = kind.isin(KIND_CHANGE, KIND_PIECE)
+        partial = F.lit(False) if may_be_partial is None else change & may_be_partial
+        return [
+            F.count(F.lit(1)).alias("rows"), F.count_if(kind == KIND_UNDO).alias("undo"),
+            F.count_if(kind == KIND_PIECE).alias("pieces"),
+            F.count_if((kind == KIND_ERROR) | F.col("error").isNotNull()).alias("errors"),
+            F.count_if(kind.isin(KIND_COMMIT, KIND_ROLLBACK)).alias("ends"),
+            F.count_if(change & (F.col("op") == "t")).alias("truncates"),
+            F.count_if(F.coalesce(partial, F.lit(False))).alias("partial"),
+            F.count_if(kind == KIND_DEFERRED).alias("deferred"), F.max("event_ts").alias("max_ts"),
+            F.min("window_id").alias("min_window"),
+        ]
+
+    @classmethod
+    def of(cls, values: Any) -> WindowCounts:
+        """From an observation's dict or an aggregate's row."""
+        get = values.get if isinstance(values, dict) else values.asDict().get
+        names = [f.name for f in fields(cls)]
+        return cls(**{f: (int(get(f) or 0) if f not in ("max_ts", "min_window") else get(f)) for f in names})
 
 
 @dataclass
 class Assembly:
-    committed: DataFrame  # bronze columns + error, raw (a committed change that did not decode)
-    new_inflight: DataFrame  # log-row columns
+    """A window's assembly, as lazy frames over the decoded window and the buffer (nothing is cached but
+    the per-transaction summary, one row per transaction).
+
+    ``committed``: bronze columns + error, raw (a committed change that did not decode); ``survivors``: the
+    same rows before numbering (thin reads for statistics); ``exact``: the committed rows need no staging
+    to be checked (no row of the window or the buffer carries an error, no partial rollback)."""
+
+    committed: DataFrame
+    survivors: DataFrame
+    new_inflight: DataFrame  # log-row columns of this window's rows of transactions still open
     ended: DataFrame  # transactions columns
     errors: DataFrame  # 'error' rows of the window: they stop the run whatever their transaction
+    window: WindowCounts
+    pending: WindowCounts
     stats: dict[str, Any] = field(default_factory=dict)
     cached: list[DataFrame] = field(default_factory=list)
+
+    def open_after(self) -> Any:
+        """Transactions open after this window, not abandoned: ``n``, ``oldest`` first ordinal, and ``carried``
+        (those with rows in this window: their rows go to the buffer). One small job, once."""
+        if "open_after_row" not in self.stats:
+            self.stats["open_after_row"] = self.stats["open_after"].first()
+        return self.stats["open_after_row"]
+
+    @property
+    def exact(self) -> bool:
+        return not (self.window.errors or self.pending.errors or self.window.undo or self.pending.undo)
 
     def release(self) -> None:
         """Drop the cached intermediate frames (after the window's rows are written)."""
@@ -77,9 +155,6 @@ class InflightBuffer:
         ensure_table(self.spark, self.layout.inflight, LOG_ROWS_DDL, stats_columns=("window_id",))
         ensure_table(self.spark, self.layout.transactions, TRANSACTIONS_DDL, stats_columns=("window_id",))
 
-    def _ended_before(self, window_id: int) -> DataFrame:
-        return self.spark.read.format("delta").load(self.layout.transactions).where(f"window_id < {int(window_id)}")
-
     def assemble(
         self,
         window_id: int,
@@ -88,102 +163,112 @@ class InflightBuffer:
         retention: timedelta | None = None,
         window_end_ts: datetime | None = None,
         assemble_pieces: Callable[[DataFrame], DataFrame] | None = None,
+        counts: WindowCounts | None = None,
+        may_be_partial: Callable[[Any], Any] | None = None,
     ) -> Assembly:
+        """Assemble window ``window_id`` from its log rows ``rows`` (best read from a staged file: each
+        output reads only the columns it needs) and the buffer. ``counts``: what the pass that staged
+        ``rows`` observed of them (measured here when not given); ``may_be_partial``: the test of an after
+        image's JSON that may list unavailable columns (buffered rows are counted with it)."""
+        from pyspark import StorageLevel
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         k = int(window_id)
-        ended_before = self._ended_before(k).select("txid", "status")
-        abandoned_before = ended_before.where(f"status = '{ABANDONED}'").select("txid")
-        pending = (
-            self.spark.read.format("delta").load(self.layout.inflight)
-            .where(f"window_id < {k}")
-            .join(ended_before.select("txid"), "txid", "left_anti")
-            .select(*LOG_ROWS_COLUMNS)
-        )
         rows = rows.select(*LOG_ROWS_COLUMNS)
-        window_changes = rows.where(f"kind IN ('{KIND_CHANGE}', '{KIND_UNDO}', '{KIND_PIECE}')").join(
-            abandoned_before, "txid", "left_anti")
+        partial = None if may_be_partial is None else may_be_partial(F.col("after"))
+        window = counts if counts is not None else WindowCounts.of(rows.agg(*WindowCounts.metrics(partial)).first())
+        buffered = self.spark.read.format("delta").load(self.layout.inflight).where(f"window_id < {k}")
+        pending_counts = WindowCounts.of(buffered.agg(*WindowCounts.metrics(partial)).first())
+        transactions = self.spark.read.format("delta").load(self.layout.transactions).where(f"window_id < {k}")
+        # Abandoned transactions are rare: their later rows are dropped only when there are any.
+        any_abandoned = transactions.where(f"status = '{ABANDONED}'").limit(1).count() > 0
+        abandoned_before = transactions.where(f"status = '{ABANDONED}'").select("txid") if any_abandoned else None
+        change_kinds = f"kind IN ('{KIND_CHANGE}', '{KIND_UNDO}', '{KIND_PIECE}')"
+        window_changes = rows.where(change_kinds)
+        if abandoned_before is not None:
+            window_changes = window_changes.join(abandoned_before, "txid", "left_anti")
+        if pending_counts.rows:
+            # rows of transactions that ended in an earlier window stay until purged: only windows since the
+            # oldest buffered one can hold their end
+            ended_before = transactions.where(f"window_id >= {int(pending_counts.min_window or 0)}").select("txid")
+            changes = buffered.select(*LOG_ROWS_COLUMNS).join(ended_before, "txid", "left_anti").unionByName(
+                window_changes)
+        else:
+            changes = window_changes
         ends = rows.where(f"kind IN ('{KIND_COMMIT}', '{KIND_ROLLBACK}')").select(
             "txid", F.col("kind").alias("end_kind"), F.col("ordinal").alias("end_ordinal"),
             F.col("position").alias("end_position"), F.col("event_ts").alias("end_ts"))
-        # Every change row, tagged with how its transaction ends in this window (null: still open).
-        # Cached: the committed rows, the transactions table, the in-flight buffer and the window's
-        # statistics all read it, and recomputing it means re-reading the window and the buffer.
-        from pyspark import StorageLevel
-
-        tagged = pending.unionByName(window_changes).join(ends, "txid", "left").persist(
-            StorageLevel.MEMORY_AND_DISK)
-        ended = tagged.where("end_kind IS NOT NULL")  # rows of transactions that end in this window
-        committed_rows = ended.where(f"end_kind = '{KIND_COMMIT}'")
+        if window.ends <= _BROADCAST_ENDS:
+            ends = F.broadcast(ends)
+        commits = ends.where(f"end_kind = '{KIND_COMMIT}'")
+        committed_rows = changes.join(commits, "txid")
 
         # Partial rollbacks: only (txid, locator) groups that hold an undo row need the stack walk.
-        # They are rare: counted first (on the cached rows), so a window without any costs no shuffle.
-        group = ["txid", "__loc"]
-        committed_rows = committed_rows.withColumn("__loc", F.coalesce("locator", "source_table"))
-        undo_rows = committed_rows.where(f"kind = '{KIND_UNDO}'").count()
+        undo_rows = window.undo + pending_counts.undo
         if undo_rows == 0:
             survivors = committed_rows
         else:
+            group = ["txid", "__loc"]
+            committed_rows = committed_rows.withColumn("__loc", F.coalesce("locator", "source_table"))
             undo_keys = committed_rows.where(f"kind = '{KIND_UNDO}'").select(*group).distinct()
             if undo_rows <= _BROADCAST_UNDO_KEYS:
                 undo_keys = F.broadcast(undo_keys)
             plain = committed_rows.join(undo_keys, group, "left_anti")
             undone = committed_rows.join(undo_keys, group, "left_semi")
             undone = undone.groupBy(*group).applyInPandas(_apply_undo, schema=undone.schema)
-            survivors = plain.unionByName(undone)
-        survivors = survivors.where(f"kind IN ('{KIND_CHANGE}', '{KIND_PIECE}')").drop("__loc")
-        if assemble_pieces is not None:
+            survivors = plain.unionByName(undone).drop("__loc")
+        survivors = survivors.where(f"kind IN ('{KIND_CHANGE}', '{KIND_PIECE}')")
+        if assemble_pieces is not None and (window.pieces or pending_counts.pieces):
             survivors = assemble_pieces(survivors)
         survivors = survivors.where(f"kind = '{KIND_CHANGE}'")
+        floor_rows = [(t, Decimal(int(o))) for t, o in floors.items()]
+        if floor_rows:
+            floors_df = self.spark.createDataFrame(floor_rows, "source_table STRING, floor DECIMAL(38,0)")
+            survivors = survivors.join(F.broadcast(floors_df), "source_table", "left").where(
+                "floor IS NULL OR end_ordinal > floor").drop("floor")
 
         # Rows that stop the run: 'error' rows wherever they are (committed or not, the window is suspect).
         errors = rows.where(f"kind = '{KIND_ERROR}'").selectExpr(
             "window_id", "source_table", "ordinal", "position", "op", "error", "raw")
         in_txn = Window.partitionBy("txid").orderBy("window_id", "idx")
-        numbered = survivors.withColumn("__n", F.row_number().over(in_txn))
-        floor_rows = [(t, Decimal(int(o))) for t, o in floors.items()]
-        floors_df = self.spark.createDataFrame(floor_rows, "source_table STRING, floor DECIMAL(38,0)") if floor_rows \
-            else self.spark.createDataFrame([], "source_table STRING, floor DECIMAL(38,0)")
-        numbered = numbered.join(F.broadcast(floors_df), "source_table", "left").where(
-            "floor IS NULL OR end_ordinal > floor")
-        committed = numbered.selectExpr(
+        committed = survivors.withColumn("__n", F.row_number().over(in_txn)).selectExpr(
             f"CAST({k} AS BIGINT) AS window_id", "source_table", "op",
             f"CAST(end_ordinal * CAST({SEQ_SPAN} AS DECIMAL(11,0)) + __n AS DECIMAL(38,0)) AS seq",
             "end_position AS position", "txid", "end_ts AS commit_ts", "schema_version", "before", "after",
             "error", "raw",
         ).select(*BRONZE_COLUMNS, "error", "raw")
 
-        # Transactions still open after this window, and which of them outlived the retention.
-        open_all = tagged.where("end_kind IS NULL").select(*LOG_ROWS_COLUMNS)
-        new_open = open_all.where(f"window_id = {k}")
-        summary = open_all.groupBy("txid").agg(
-            F.min("window_id").alias("first_window"), F.min("ordinal").alias("first_ordinal"),
-            F.min_by("position", F.struct("window_id", "idx")).alias("first_position"),
-            F.min("event_ts").alias("first_ts"), F.count(F.lit(1)).alias("rows"),
-            F.array_sort(F.collect_set("source_table")).alias("tables"),
-        )
-        if retention is not None and window_end_ts is not None:
-            cutoff = window_end_ts - retention
-            abandoned = summary.where(F.col("first_ts") < F.lit(cutoff))
-            still_open = summary.join(abandoned.select("txid"), "txid", "left_anti")
-        else:
-            abandoned = summary.limit(0)
-            still_open = summary
-        # Open after this window (not abandoned): how many, and the oldest one's first change.
-        open_after = still_open.agg(F.count(F.lit(1)).alias("n"), F.min("first_ordinal").alias("oldest"))
-        new_inflight = new_open.join(abandoned.select("txid"), "txid", "left_anti").select(*LOG_ROWS_COLUMNS)
-
-        done = ended.groupBy("txid").agg(
-            F.first("end_kind").alias("end_kind"), F.first("end_ordinal").alias("ordinal"),
-            F.first("end_position").alias("position"), F.first("end_ts").alias("commit_ts"),
-            F.min("window_id").alias("first_window"), F.min("ordinal").alias("first_ordinal"),
+        # One row per transaction with changes here or in the buffer: how it ends in this window (null: open).
+        summary = changes.join(ends, "txid", "left").groupBy("txid").agg(
+            F.first("end_kind", ignorenulls=True).alias("end_kind"),
+            F.first("end_ordinal", ignorenulls=True).alias("ordinal"),
+            F.first("end_position", ignorenulls=True).alias("position"),
+            F.first("end_ts", ignorenulls=True).alias("commit_ts"),
+            F.min("window_id").alias("first_window"), F.max("window_id").alias("last_window"),
+            F.min("ordinal").alias("first_ordinal"),
             F.min_by("position", F.struct("window_id", "idx")).alias("first_position"),
             F.min("event_ts").alias("first_ts"),
             F.sum(F.when(F.col("kind") == KIND_CHANGE, 1).otherwise(0)).cast("bigint").alias("rows"),
             F.array_sort(F.collect_set("source_table")).alias("tables"),
-        )
-        ended_rows = done.selectExpr(
+        ).persist(StorageLevel.MEMORY_AND_DISK)
+        open_all = summary.where("end_kind IS NULL")
+        if retention is not None and window_end_ts is not None:
+            cutoff = window_end_ts - retention
+            abandoned = open_all.where(F.col("first_ts") < F.lit(cutoff))
+            still_open = open_all.where(~(F.col("first_ts") < F.lit(cutoff)))
+        else:
+            abandoned = open_all.limit(0)
+            still_open = open_all
+        # Open after this window (not abandoned): how many, and the oldest one's first change.
+        open_after = still_open.agg(F.count(F.lit(1)).alias("n"), F.min("first_ordinal").alias("oldest"),
+                                    F.count_if(F.col("last_window") == k).alias("carried"))
+        # Rows of this window whose transaction stays open: only transactions with rows here, none abandoned.
+        carried = still_open.where(f"last_window = {k}").select("txid")
+        new_inflight = window_changes.join(F.broadcast(carried) if window.ends <= _BROADCAST_ENDS else carried,
+                                           "txid", "left_semi").select(*LOG_ROWS_COLUMNS)
+
+        ended_rows = summary.where("end_kind IS NOT NULL").selectExpr(
             "txid", f"CASE end_kind WHEN '{KIND_COMMIT}' THEN '{COMMITTED}' ELSE '{ROLLED_BACK}' END AS status",
             f"CAST({k} AS BIGINT) AS window_id", "ordinal", "position", "commit_ts", "first_window",
             "first_ordinal", "first_position", "first_ts", "rows", "tables", "current_timestamp() AS recorded_at",
@@ -194,9 +279,11 @@ class InflightBuffer:
             "rows", "tables", "current_timestamp() AS recorded_at",
         ))
         # A commit of a transaction abandoned earlier: its changes are lost; report it loudly.
-        late = rows.where(f"kind = '{KIND_COMMIT}'").join(abandoned_before, "txid")
-        return Assembly(committed, new_inflight, ended_rows, errors,
-                        {"open_after": open_after, "abandoned": abandoned, "late_commits": late}, [tagged])
+        late = rows.where(f"kind = '{KIND_COMMIT}'").join(abandoned_before, "txid") if abandoned_before is not None \
+            else rows.limit(0)
+        return Assembly(committed, survivors, new_inflight, ended_rows, errors, window, pending_counts,
+                        {"open_after": open_after, "abandoned": abandoned, "late_commits": late,
+                         "any_abandoned_before": any_abandoned}, [summary])
 
     def record(self, window_id: int, assembly: Assembly) -> dict[str, int]:
         """Append the window's open changes and ended transactions (each idempotent per window); the ended
@@ -206,7 +293,7 @@ class InflightBuffer:
 
         ended = {r.status: int(r.n) for r in
                  assembly.ended.groupBy("status").agg(F.count(F.lit(1)).alias("n")).collect()}
-        if not assembly.new_inflight.isEmpty():
+        if assembly.open_after().carried:
             (
                 assembly.new_inflight.write.format("delta").mode("append")
                 .option("txnAppId", f"{self.app}:inflight").option("txnVersion", int(window_id))

@@ -39,12 +39,14 @@ from cdclake.engine.control import (
 from cdclake.engine.events import BRONZE_COLUMNS, BRONZE_DDL, SEQ_SPAN
 from cdclake.engine.faults import crash_point
 from cdclake.engine.history import HistoryEntry, entries_for_ddl, registry_before
-from cdclake.engine.inflight import ABANDONED, InflightBuffer
+from cdclake.engine.inflight import ABANDONED, InflightBuffer, WindowCounts
 from cdclake.engine.quality import QualityChecks
 from cdclake.errors import CdcError, TablesParkedError
 from cdclake.hadoopfs import hadoop_delete
 from cdclake.spi import (
     KIND_CHANGE,
+    KIND_DEFERRED,
+    LOG_ROWS_COLUMNS,
     CommittedWindow,
     Ddl,
     LogRecord,
@@ -380,7 +382,8 @@ class WindowMiner:
         from pyspark.sql import functions as F
 
         ctx, wid, report, spark, staging = self.ctx, self.wid, self.report, self.spark, self.staging
-        # Decoding runs once: later steps read the decoded rows back.
+        # Decoding runs once, into a staged file that later steps read back (each only the columns it needs);
+        # the same pass counts what kinds of rows the window holds, so steps it needs not are left out.
         report.phase("fetch")
         for ddl in mined.ddl:
             self._on_ddl(ddl)
@@ -388,49 +391,72 @@ class WindowMiner:
         buffer.ensure()
         if mined.known_empty and not mined.ddl:
             return self._empty_frame(mined, buffer)
-        ctx.columns.mask_log_rows(self._without_parked(mined)).write.mode("overwrite").parquet(f"{staging}/decoded")
-        report.phase("decode")
+        counts = self._stage_decoded(mined.rows, mined.ddl, f"{staging}/decoded")
         rows = spark.read.parquet(f"{staging}/decoded")
+        if counts.deferred and mined.decode_deferred is not None:  # the source's second decoder, on its rows only
+            later = self._stage_decoded(mined.decode_deferred(rows), mined.ddl, f"{staging}/decoded_later")
+            rows = rows.where(f"kind <> '{KIND_DEFERRED}'").select(*LOG_ROWS_COLUMNS).unionByName(
+                spark.read.parquet(f"{staging}/decoded_later").select(*LOG_ROWS_COLUMNS))
+            counts = counts.plus(later)
+        elif counts.deferred:
+            raise CdcError(f"window {wid}: the source left {counts.deferred} rows to a second decoder it does not have",
+                           "this is a bug in the source plug-in: set MinedWindow.decode_deferred")
+        else:
+            rows = rows.select(*LOG_ROWS_COLUMNS)
+        report.phase("decode")
 
         retention = ctx.config.mining.transaction_retention_s
-        end_ts = rows.agg(F.max("event_ts")).first()[0] if retention is not None else None
         assembly = buffer.assemble(wid, rows, self.floors, None if retention is None else timedelta(seconds=retention),
-                                   end_ts, mined.assemble_pieces)
-        assembly.committed.write.mode("overwrite").parquet(f"{staging}/committed")
+                                   counts.max_ts if retention is not None else None, mined.assemble_pieces, counts,
+                                   ctx.targets.may_be_partial)
+        if assembly.exact:
+            committed = assembly.committed.select(*BRONZE_COLUMNS)
+            survivors = assembly.survivors
+        else:  # rows that did not decode, or partial rollbacks: staged once, checked, then written from the stage
+            assembly.committed.write.mode("overwrite").parquet(f"{staging}/committed")
+            staged = spark.read.parquet(f"{staging}/committed")
+            bad = staged.where("error IS NOT NULL").selectExpr(
+                "window_id", "source_table", f"seq - seq % {SEQ_SPAN} AS seq", "position", "op", "error", "raw",
+            ).unionByName(assembly.errors.selectExpr(
+                "window_id", "source_table",
+                f"CAST(ordinal * CAST({SEQ_SPAN} AS DECIMAL(11,0)) AS DECIMAL(38,0)) AS seq",
+                "position", "op", "error", "raw"))
+            self._stop_on_bad_rows(bad)
+            committed = survivors = staged.where("error IS NULL").select(*BRONZE_COLUMNS)
         report.phase("assemble")
-        staged = spark.read.parquet(f"{staging}/committed")
-        bad = staged.where("error IS NOT NULL").selectExpr(
-            "window_id", "source_table", f"seq - seq % {SEQ_SPAN} AS seq", "position", "op", "error", "raw",
-        ).unionByName(assembly.errors.selectExpr(
-            "window_id", "source_table", f"CAST(ordinal * CAST({SEQ_SPAN} AS DECIMAL(11,0)) AS DECIMAL(38,0)) AS seq",
-            "position", "op", "error", "raw"))
-        self._stop_on_bad_rows(bad)
-        report.phase("check_errors")
-        committed = staged.where("error IS NULL").select(*BRONZE_COLUMNS)
         crash_point("staged")
         self._record_history()
         crash_point("history")
-        counts = buffer.record(wid, assembly)  # this window's ended transactions by status
+        ended = buffer.record(wid, assembly)  # this window's ended transactions by status
         report.phase("inflight")
         crash_point("inflight")
 
-        stats = committed.groupBy("source_table").agg(F.count(F.lit(1)).alias("n")).collect()
-        rows_by_table = {r.source_table: int(r.n) for r in stats}
-        # The samples are read only when there is something to show (abandonment is rare).
-        transactions = spark.read.format("delta").load(ctx.layout.transactions)
-        open_summary = assembly.stats["open_after"].first()
-        abandoned = [r.asDict() for r in transactions.where(f"window_id = {wid} AND status = '{ABANDONED}'").select(
-            "txid", "first_position", "rows", "tables").limit(20).collect()] if counts.get(ABANDONED) else []
-        abandoned_before = not transactions.where(f"window_id < {wid} AND status = '{ABANDONED}'").isEmpty()
+        # Per table: committed changes, truncates, and whether an after image may list unavailable columns
+        # (read from the thin columns; only a window or buffer with such rows looks at the images).
+        may_partial = counts.partial or assembly.pending.partial
+        partial = (F.col("op").isin("c", "u", "r") & ctx.targets.may_be_partial(F.col("after"))) if may_partial \
+            else F.lit(False)
+        by_table = survivors.groupBy("source_table").agg(
+            F.count(F.lit(1)).alias("n"), F.count_if(F.col("op") == "t").alias("t"),
+            F.max(partial).alias("partial")).collect()
+        rows_by_table = {r.source_table: int(r.n) for r in by_table}
+        open_summary = assembly.open_after()
+        abandoned: list[dict[str, Any]] = []
+        if ended.get(ABANDONED):
+            abandoned = [r.asDict() for r in spark.read.format("delta").load(ctx.layout.transactions).where(
+                f"window_id = {wid} AND status = '{ABANDONED}'").select("txid", "first_position", "rows", "tables")
+                .limit(20).collect()]
         late = [r.txid for r in assembly.stats["late_commits"].select("txid").limit(20).collect()] \
-            if abandoned_before else []
+            if assembly.stats["any_abandoned_before"] else []
         for item in abandoned:
             log.warning("window %s: abandoned transaction %s (first change %s, %s rows, tables %s): its changes "
                         "are NOT applied", wid, item["txid"], item["first_position"], item["rows"], item["tables"])
         for txid in late:
             log.warning("window %s: transaction %s committed after it was abandoned: its changes are lost", wid, txid)
-        marker = _frame_marker(mined, rows_by_table, counts, abandoned, late, open_summary)
-        ctx.bronze.commit(wid, committed, mined.end, marker, self.bronze_app)
+        marker = _frame_marker(mined, rows_by_table, ended, abandoned, late, open_summary)
+        marker["truncates"] = sum(int(r.t) for r in by_table)
+        marker["partial"] = any(bool(r.partial) for r in by_table)
+        ctx.bronze.commit(wid, committed if rows_by_table else None, mined.end, marker, self.bronze_app)
         report.phase("bronze")
         crash_point("bronze")
         assembly.release()
@@ -447,11 +473,12 @@ class WindowMiner:
 
         ctx, wid, spark = self.ctx, self.wid, self.spark
         assembly = buffer.assemble(wid, spark.createDataFrame([], LOG_ROWS_DDL), self.floors,
-                                   assemble_pieces=mined.assemble_pieces)
-        open_summary = assembly.stats["open_after"].first()
+                                   assemble_pieces=mined.assemble_pieces, counts=WindowCounts(),
+                                   may_be_partial=ctx.targets.may_be_partial)
+        open_summary = assembly.open_after()
         for point in ("staged", "history", "inflight"):  # the steps a window with rows passes
             crash_point(point)
-        marker = _frame_marker(mined, {}, {}, [], [], open_summary)
+        marker = {**_frame_marker(mined, {}, {}, [], [], open_summary), "truncates": 0, "partial": False}
         ctx.bronze.commit(wid, None, mined.end, marker, self.bronze_app)
         self.report.phase("bronze")
         crash_point("bronze")
@@ -461,16 +488,27 @@ class WindowMiner:
         self.report.events, self.report.transactions, self.report.rows_by_table = 0, 0, {}
         return mined.end
 
-    def _without_parked(self, mined: MinedWindow) -> DataFrame:
+    def _stage_decoded(self, rows: DataFrame, ddl: list[Ddl], path: str) -> WindowCounts:
+        """Write decoded log rows (less parked tables' rows, column rules applied) to ``path``; what they hold,
+        counted by the same pass."""
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        seen = Observation(f"cdclake_window_{self.wid}_{path.rsplit('/', 1)[-1]}")
+        self.ctx.columns.mask_log_rows(self._without_parked(rows, ddl)).observe(
+            seen, *WindowCounts.metrics(self.ctx.targets.may_be_partial(F.col("after")))
+        ).write.mode("overwrite").parquet(path)
+        return WindowCounts.of(seen.get)
+
+    def _without_parked(self, rows: DataFrame, ddl_list: list[Ddl]) -> DataFrame:
         """The window's log rows less those of parked tables: all of a table parked before the window,
         and from its parking position on for one parked in it."""
         from cdclake.engine.lake import sql_str
 
         stop = dict.fromkeys(self.parked, -1)
-        for ddl in mined.ddl:
+        for ddl in ddl_list:
             for table in ddl.parked:
                 stop[table] = min(stop.get(table, ddl.position.ordinal), ddl.position.ordinal)
-        rows = mined.rows
         for table, ordinal in stop.items():
             rows = rows.where(f"NOT (source_table <=> '{sql_str(table)}' AND ordinal >= {ordinal})")
         return rows

@@ -63,10 +63,9 @@ APPLIED_PROPERTY = "cdclake.applied"  # where earlier versions kept "<window>:<o
 MARKER_DIR = "_cdclake"  # beside _delta_log: files of cdclake's own, which Delta readers and VACUUM skip
 MARKER_PREFIX = "applied-"
 _META = [META_OP, META_SEQ, META_POSITION, META_TXID, META_COMMIT_TS, META_WINDOW]
-_BRONZE_TO_META = [
-    f"op AS `{META_OP}`", f"seq AS `{META_SEQ}`", f"position AS `{META_POSITION}`", f"txid AS `{META_TXID}`",
-    f"commit_ts AS `{META_COMMIT_TS}`", f"window_id AS `{META_WINDOW}`",
-]
+_BRONZE_META_PAIRS = [("op", META_OP), ("seq", META_SEQ), ("position", META_POSITION), ("txid", META_TXID),
+                      ("commit_ts", META_COMMIT_TS), ("window_id", META_WINDOW)]
+_BRONZE_TO_META = [f"{col} AS `{meta}`" for col, meta in _BRONZE_META_PAIRS]
 
 
 def _canonical_ddl(types: TypeMapper, schema: TableSchema) -> str:
@@ -635,24 +634,28 @@ class TargetTables:
         keys_a = " AND ".join(f"a.{quote(k)} <=> b.{quote(k)}" for k in key_columns)
         names = schema.column_names
 
-        def action(where: str, image: str, kind: str, sub: int) -> DataFrame:
-            flags = []
+        def action(image: str, kind: str, sub: int) -> str:
+            """One action of a change as a struct: the row as ``image`` holds it, typed, with its metadata."""
+            fields = [(c.name, self.types.to_delta_sql(c, f"{image}.{quote(c.name)}")) for c in schema.columns]
+            fields += [(meta, col) for col, meta in _BRONZE_META_PAIRS]
+            fields += [("__action", f"'{kind}'"), ("__sub", str(sub))]
             if partial:
                 missing = f"coalesce(a.`{UNAVAILABLE_KEY}`, array())" if image == "a" else "array()"
-                flags = [f"array_contains({missing}, '{sql_str(n)}') AS `__ua{i}`" for i, n in enumerate(names)]
+                fields += [(f"__ua{i}", f"array_contains({missing}, '{sql_str(n)}')") for i, n in enumerate(names)]
                 # a key change moves the row: values the log left out are the old key's
                 moved = f"(op = 'u' AND b IS NOT NULL AND NOT ({keys_a}))" if image == "a" else "false"
-                old = {c.name: f"{self.types.to_delta_sql(c, 'b.' + quote(c.name))}" for c in schema.columns}
-                flags += [f"{moved} AS `__moved`"] + [f"{old[k]} AS `__old{j}`" for j, k in enumerate(key_columns)]
-            return ev.where(where).selectExpr(*typed_select(self.types, schema, image), *_BRONZE_TO_META,
-                                              f"'{kind}' AS `__action`", f"{sub} AS `__sub`", *flags)
+                fields += [("__moved", moved)] + [
+                    (f"__old{j}", self.types.to_delta_sql(schema.column(k), "b." + quote(k)))
+                    for j, k in enumerate(key_columns)]
+            return "named_struct(" + ", ".join(f"'{sql_str(name)}', {expr}" for name, expr in fields) + ")"
 
-        actions = (
-            action("op IN ('c', 'u', 'r')", "a", "u", 1)
-            .unionByName(action("op = 'd'", "b", "d", 1))
-            # a primary-key update also deletes the old key, ordered just before the new one
-            .unionByName(action(f"op = 'u' AND b IS NOT NULL AND NOT ({keys_a})", "b", "d", 0))
-        )
+        # One pass over the changes (each action a struct of the same type): an insert/update is its after
+        # image, a delete its before image, and a primary-key update also deletes the old key, ordered just
+        # before the new one.
+        primary = (f"CASE WHEN op IN ('c', 'u', 'r') THEN {action('a', 'u', 1)} "
+                   f"WHEN op = 'd' THEN {action('b', 'd', 1)} END")
+        old_key = f"CASE WHEN op = 'u' AND b IS NOT NULL AND NOT ({keys_a}) THEN {action('b', 'd', 0)} END"
+        actions = ev.selectExpr(f"inline(filter(array({primary}, {old_key}), x -> x IS NOT NULL))")
         if partial:
             actions = _carry_unavailable(actions, names, key_columns)
             actions = self._fill_moved_rows(path, actions, names, key_columns)

@@ -30,12 +30,15 @@ from cdclake.schema import TableSchema
 from cdclake.sources.oracle import queries as Q
 from cdclake.sources.oracle.position import SCN_SPAN
 from cdclake.spi.logrows import (
+    DEFERRED_COLUMN,
     KIND_CHANGE,
     KIND_COMMIT,
+    KIND_DEFERRED,
     KIND_ERROR,
     KIND_PIECE,
     KIND_ROLLBACK,
     KIND_UNDO,
+    LOG_ROWS_COLUMNS,
     LOG_ROWS_DDL,
     UNAVAILABLE_KEY,
 )
@@ -437,11 +440,13 @@ def prepare(raw: DataFrame, continuations: bool = True, rank: bool = True) -> Da
 
 
 def decode_prepared(prepared: DataFrame, plan: DecodePlan, jvm: bool = True) -> DataFrame:
-    """Decode prepared rows (the result has :data:`LOG_ROWS_DDL`).
+    """Decode prepared rows (the result has :data:`LOG_ROWS_DDL`, plus ``deferred`` with the JVM).
 
     With ``jvm`` (and cdclake's jar on the classpath), commits, rollbacks and the DML statements the
-    JVM fast path takes (:func:`fast_path_plan`) are decoded in Spark SQL; only the rest goes through
-    the Python decoder, which gives the same rows for them (tests/integration/test_oracle_fast_path.py).
+    JVM fast path takes (:func:`fast_path_plan`) are decoded in Spark SQL, once per row; every other row
+    is left as a ``deferred`` row carrying its raw columns, which :func:`decode_deferred` (the Python
+    decoder, which gives the same rows for those the JVM takes: tests/integration/test_oracle_fast_path.py)
+    decodes once the engine staged the window.
     """
     python = functools.partial(decode_partition, plan.to_json())
     udf = register_fast_path(prepared.sparkSession, plan) if jvm else None
@@ -454,15 +459,16 @@ def decode_prepared(prepared: DataFrame, plan: DecodePlan, jvm: bool = True) -> 
         f"CASE WHEN OPERATION_CODE IN ({dml}) AND coalesce(ROLLBACK, 0) <> 1 "
         f"THEN {udf}(CAST(SQL_REDO AS STRING), concat(SEG_OWNER, '.', TABLE_NAME), CAST(IDX AS BIGINT), "
         "CAST(OPERATION_CODE AS INT)) END"))
-    in_sql = f"OPERATION_CODE IN ({Q.OP_COMMIT}, {Q.OP_ROLLBACK}) OR __fast IS NOT NULL"
+    in_sql = f"(OPERATION_CODE IN ({Q.OP_COMMIT}, {Q.OP_ROLLBACK}) OR __fast IS NOT NULL)"
     skipped = f"OPERATION_CODE IN ({Q.OP_START}, {Q.OP_DDL})"  # DDL is read on the driver
     ordinal = f"CAST(CAST(SCN AS DECIMAL(20,0)) * {SCN_SPAN} AS DECIMAL(38,0))"
     change = "__fast IS NOT NULL"
-    decoded = rows.where(in_sql).selectExpr(
+    raw = ", ".join(f"`{c}`" for c in prepared.columns)
+    return rows.where(f"NOT ({skipped})").selectExpr(
         "CAST(WINDOW_ID AS BIGINT) AS window_id", "CAST(IDX AS BIGINT) AS idx",
         f"CASE WHEN {change} THEN '{KIND_CHANGE}' WHEN OPERATION_CODE = {Q.OP_COMMIT} THEN '{KIND_COMMIT}' "
-        f"ELSE '{KIND_ROLLBACK}' END AS kind",
-        "CASE WHEN XID = '' THEN NULL ELSE lower(XID) END AS txid",
+        f"WHEN OPERATION_CODE = {Q.OP_ROLLBACK} THEN '{KIND_ROLLBACK}' ELSE '{KIND_DEFERRED}' END AS kind",
+        f"CASE WHEN {in_sql} THEN CASE WHEN XID = '' THEN NULL ELSE lower(XID) END END AS txid",
         f"CASE WHEN {change} THEN concat(SEG_OWNER, '.', TABLE_NAME) END AS source_table",
         "__fast.op AS op", "__fast.before AS before", "__fast.after AS after",
         "__fast.version AS schema_version", f"CASE WHEN {change} THEN ROW_ID END AS locator",
@@ -473,9 +479,24 @@ def decode_prepared(prepared: DataFrame, plan: DecodePlan, jvm: bool = True) -> 
         f"CAST(CASE WHEN OPERATION_CODE = {Q.OP_COMMIT} THEN coalesce(COMMIT_TIMESTAMP, TIMESTAMP) ELSE TIMESTAMP END "
         "AS TIMESTAMP) AS event_ts",
         "CAST(NULL AS STRING) AS error", "CAST(NULL AS STRING) AS raw",
+        f"CASE WHEN NOT {in_sql} THEN struct({raw}) END AS {DEFERRED_COLUMN}",
     )
-    rest = rows.where(f"NOT ({in_sql} OR {skipped})").drop("__fast").mapInArrow(python, LOG_ROWS_DDL)
-    return decoded.unionByName(rest)
+
+
+def decode_deferred(plan: DecodePlan, rows: DataFrame) -> DataFrame:
+    """The Python decoder over the rows :func:`decode_prepared` deferred (log rows)."""
+    python = functools.partial(decode_partition, plan.to_json())
+    return rows.where(f"kind = '{KIND_DEFERRED}'").select(f"{DEFERRED_COLUMN}.*").mapInArrow(python, LOG_ROWS_DDL)
+
+
+def decode_all(prepared: DataFrame, plan: DecodePlan, jvm: bool = True) -> DataFrame:
+    """Both decoders chained in one frame of log rows (the fast path then runs twice per deferred row: for
+    tests and tools; a window is staged between the two)."""
+    first = decode_prepared(prepared, plan, jvm)
+    if DEFERRED_COLUMN not in first.columns:
+        return first
+    return first.where(f"kind <> '{KIND_DEFERRED}'").select(*LOG_ROWS_COLUMNS).unionByName(
+        decode_deferred(plan, first))
 
 
 FAST_PATH_CLASS = "cdclake.oracle.RedoFastPath"

@@ -7,6 +7,7 @@ support cases. Design notes: ``docs/oracle-design.md``.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Callable, Mapping
@@ -19,7 +20,7 @@ from cdclake.schema import TableSchema
 from cdclake.sources.oracle import preflight
 from cdclake.sources.oracle import queries as Q
 from cdclake.sources.oracle.config import OracleSourceConfig
-from cdclake.sources.oracle.decode import DecodePlan, decode_prepared, prepare
+from cdclake.sources.oracle.decode import DecodePlan, decode_deferred, decode_prepared, prepare
 from cdclake.sources.oracle.logminer import RAW_COLUMNS, LogMinerClient, MiningSettings, raw_arrow_schema
 from cdclake.sources.oracle.position import LogPoint, ScnPosition
 from cdclake.spi import Ddl, FrameSource, MinedWindow, SnapshotStart, SourceContext, WindowRequest
@@ -408,12 +409,13 @@ class OracleSource(FrameSource):
                                                 next_schema_version, window_id)
         decoded = decode_prepared(prepared, plan)
         if extra is not None:
-            decoded = decoded.unionByName(extra)
+            decoded = decoded.unionByName(extra, allowMissingColumns=True)
         # The dictionary built when this window was planned serves the next one once mined past it.
         newer = end_limit.dictionary if end_limit.dictionary and end_limit.dictionary[1] <= mined_hi else None
         end = start.after_window(mined_hi, commit_scn, None, newer, end_limit.resetlogs)
         return MinedWindow(end, decoded, ddl, {"mined_to_scn": str(mined_hi), "mining_batches": batches},
-                           known_empty=nothing_fetched and extra is None)
+                           known_empty=nothing_fetched and extra is None,
+                           decode_deferred=functools.partial(decode_deferred, plan))
 
     def _schema_changes(self, spark: SparkSession, ddl_rows: list[Any], schemas: dict[str, TableSchema],
                         versions: dict[str, int], through: int, floors: dict[str, int] | None, next_version: int,
