@@ -6,12 +6,15 @@ that may have started windows ago and may end windows later. Per window ``k``:
 * **pending** = ``inflight`` rows of windows ``< k`` whose transaction did not end before ``k``;
 * a transaction that **commits** in ``k`` is its pending rows plus its rows of ``k``; partial
   rollbacks (``undo`` rows) remove the newest earlier change with the same locator; the survivors
-  get ``seq = commit ordinal * SEQ_SPAN + index in the transaction`` and go to bronze, except
-  changes a table already holds (commit ordinal at or below the table's floor);
+  get ``seq = commit ordinal * SEQ_SPAN + n`` (``n``: the row's place in the window, ``idx + 1``; for a
+  transaction with buffered rows its index across windows) and go to bronze, except changes a table
+  already holds (commit ordinal at or below the table's floor);
 * a **rollback** discards the transaction; a transaction open longer than the retention is
   **abandoned**: discarded, recorded in ``transactions`` with its first position and row count,
   and reported — a later commit of it is ignored and reported too;
-* changes of transactions still open after ``k`` are appended to ``inflight``.
+* changes of transactions still open after ``k`` are appended to ``inflight``; a transaction the
+  buffer held is recorded in ``transactions`` once it ended (which keeps its buffered rows out of
+  later windows until they are purged).
 
 Nothing is held in driver memory: a transaction of any size spans any number of windows. Writes
 are idempotent per window (Delta ``txnAppId``/``txnVersion``), and pending is read as of windows
@@ -192,10 +195,15 @@ class InflightBuffer:
             # rows of transactions that ended in an earlier window stay until purged: only windows since the
             # oldest buffered one can hold their end
             ended_before = transactions.where(f"window_id >= {int(pending_counts.min_window or 0)}").select("txid")
-            changes = buffered.select(*LOG_ROWS_COLUMNS).join(ended_before, "txid", "left_anti").unionByName(
-                window_changes)
+            pending = buffered.select(*LOG_ROWS_COLUMNS).join(ended_before, "txid", "left_anti")
+            changes = pending.unionByName(window_changes)
+            # transactions with buffered rows: numbered across windows, and recorded once they end
+            spanning = pending.select("txid").distinct().withColumn("__spans", F.lit(True))
+            if pending_counts.rows <= _BROADCAST_ENDS:
+                spanning = F.broadcast(spanning)
         else:
             changes = window_changes
+            spanning = None
         ends = rows.where(f"kind IN ('{KIND_COMMIT}', '{KIND_ROLLBACK}')").select(
             "txid", F.col("kind").alias("end_kind"), F.col("ordinal").alias("end_ordinal"),
             F.col("position").alias("end_position"), F.col("event_ts").alias("end_ts"))
@@ -231,16 +239,30 @@ class InflightBuffer:
         # Rows that stop the run: 'error' rows wherever they are (committed or not, the window is suspect).
         errors = rows.where(f"kind = '{KIND_ERROR}'").selectExpr(
             "window_id", "source_table", "ordinal", "position", "op", "error", "raw")
-        in_txn = Window.partitionBy("txid").orderBy("window_id", "idx")
-        committed = survivors.withColumn("__n", F.row_number().over(in_txn)).selectExpr(
+        # A change's place in its transaction: its row's place in the window (rows come in log order, so no
+        # shuffle is needed); a transaction with rows of earlier windows is numbered across them.
+        numbered = survivors.withColumn("__n", F.col("idx") + 1)
+        if spanning is not None:
+            in_txn = Window.partitionBy("txid").orderBy("window_id", "idx")
+            numbered = numbered.join(spanning, "txid", "left_anti").unionByName(
+                survivors.join(spanning, "txid", "left_semi").withColumn("__n", F.row_number().over(in_txn)))
+        committed = numbered.selectExpr(
             f"CAST({k} AS BIGINT) AS window_id", "source_table", "op",
             f"CAST(end_ordinal * CAST({SEQ_SPAN} AS DECIMAL(11,0)) + __n AS DECIMAL(38,0)) AS seq",
             "end_position AS position", "txid", "end_ts AS commit_ts", "schema_version", "before", "after",
             "error", "raw",
         ).select(*BRONZE_COLUMNS, "error", "raw")
 
-        # One row per transaction with changes here or in the buffer: how it ends in this window (null: open).
-        summary = changes.join(ends, "txid", "left").groupBy("txid").agg(
+        # Transactions that end here, by how: counted on the thin columns (no per-transaction record).
+        tagged = changes.join(ends, "txid", "left")
+        ended_counts = tagged.where("end_kind IS NOT NULL").groupBy("end_kind").agg(
+            F.count_distinct("txid").alias("n"))
+        # One row per transaction still open, or with buffered rows: how it ends here (null: open).
+        if spanning is not None:
+            tagged = tagged.join(spanning, "txid", "left").where("end_kind IS NULL OR __spans")
+        else:
+            tagged = tagged.where("end_kind IS NULL")
+        summary = tagged.groupBy("txid").agg(
             F.first("end_kind", ignorenulls=True).alias("end_kind"),
             F.first("end_ordinal", ignorenulls=True).alias("ordinal"),
             F.first("end_position", ignorenulls=True).alias("position"),
@@ -256,15 +278,19 @@ class InflightBuffer:
         if retention is not None and window_end_ts is not None:
             cutoff = window_end_ts - retention
             abandoned = open_all.where(F.col("first_ts") < F.lit(cutoff))
-            still_open = open_all.where(~(F.col("first_ts") < F.lit(cutoff)))
+            is_abandoned = F.col("end_kind").isNull() & (F.col("first_ts") < F.lit(cutoff))
         else:
             abandoned = open_all.limit(0)
-            still_open = open_all
-        # Open after this window (not abandoned): how many, and the oldest one's first change.
-        open_after = still_open.agg(F.count(F.lit(1)).alias("n"), F.min("first_ordinal").alias("oldest"),
-                                    F.count_if(F.col("last_window") == k).alias("carried"))
-        # Rows of this window whose transaction stays open: only transactions with rows here, none abandoned.
-        carried = still_open.where(f"last_window = {k}").select("txid")
+            is_abandoned = F.lit(False)
+        still_open = F.col("end_kind").isNull() & ~is_abandoned
+        # Open after this window (not abandoned): how many, the oldest one's first change, and those with rows
+        # here (``carried``: their rows go to the buffer); how many were abandoned, and how many ended rows
+        # there are to record.
+        open_after = summary.agg(
+            F.count_if(still_open).alias("n"), F.min(F.when(still_open, F.col("first_ordinal"))).alias("oldest"),
+            F.count_if(still_open & (F.col("last_window") == k)).alias("carried"),
+            F.count_if(is_abandoned).alias("abandoned"), F.count_if(F.col("end_kind").isNotNull()).alias("ended"))
+        carried = summary.where(still_open & (F.col("last_window") == k)).select("txid")
         new_inflight = window_changes.join(F.broadcast(carried) if window.ends <= _BROADCAST_ENDS else carried,
                                            "txid", "left_semi").select(*LOG_ROWS_COLUMNS)
 
@@ -283,23 +309,25 @@ class InflightBuffer:
             else rows.limit(0)
         return Assembly(committed, survivors, new_inflight, ended_rows, errors, window, pending_counts,
                         {"open_after": open_after, "abandoned": abandoned, "late_commits": late,
-                         "any_abandoned_before": any_abandoned}, [summary])
+                         "any_abandoned_before": any_abandoned, "ended_counts": ended_counts}, [summary])
 
     def record(self, window_id: int, assembly: Assembly) -> dict[str, int]:
-        """Append the window's open changes and ended transactions (each idempotent per window); the ended
-        transactions by status. An append with no rows is not made: a re-run of the window finds it empty again
-        (pending is read as of earlier windows), so there is nothing to repeat or to skip."""
-        from pyspark.sql import functions as F
-
-        ended = {r.status: int(r.n) for r in
-                 assembly.ended.groupBy("status").agg(F.count(F.lit(1)).alias("n")).collect()}
-        if assembly.open_after().carried:
+        """Append the window's open changes and the transactions to record (each idempotent per window): those
+        that had rows in the buffer and ended, and those abandoned; the transactions that ended here by status.
+        An append with no rows is not made: a re-run of the window finds it empty again (pending is read as of
+        earlier windows), so there is nothing to repeat or to skip."""
+        summary = assembly.open_after()
+        ended = {COMMITTED if r.end_kind == KIND_COMMIT else ROLLED_BACK: int(r.n)
+                 for r in assembly.stats["ended_counts"].collect()}
+        if summary.abandoned:
+            ended[ABANDONED] = int(summary.abandoned)
+        if summary.carried:
             (
                 assembly.new_inflight.write.format("delta").mode("append")
                 .option("txnAppId", f"{self.app}:inflight").option("txnVersion", int(window_id))
                 .save(self.layout.inflight)
             )
-        if ended:
+        if summary.ended or summary.abandoned:
             (
                 assembly.ended.write.format("delta").mode("append")
                 .option("txnAppId", f"{self.app}:transactions").option("txnVersion", int(window_id))

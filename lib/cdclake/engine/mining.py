@@ -457,6 +457,7 @@ class WindowMiner:
         marker["truncates"] = sum(int(r.t) for r in by_table)
         marker["partial"] = any(bool(r.partial) for r in by_table)
         ctx.bronze.commit(wid, committed if rows_by_table else None, mined.end, marker, self.bronze_app)
+        self.marker = marker
         report.phase("bronze")
         crash_point("bronze")
         assembly.release()
@@ -480,6 +481,7 @@ class WindowMiner:
             crash_point(point)
         marker = {**_frame_marker(mined, {}, {}, [], [], open_summary), "truncates": 0, "partial": False}
         ctx.bronze.commit(wid, None, mined.end, marker, self.bronze_app)
+        self.marker = marker
         self.report.phase("bronze")
         crash_point("bronze")
         assembly.release()

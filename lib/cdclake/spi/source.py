@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 
 _PLAIN_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
-#: a committed change's ``seq`` is ``commit ordinal * SEQ_SPAN + its index in the transaction`` (room for
-#: 10 billion changes in one transaction); a source that sequences changes itself uses the same rule
+#: a committed change's ``seq`` is ``commit ordinal * SEQ_SPAN + n``, ``n`` (1 to SEQ_SPAN - 1) ordering it in its
+#: transaction: its index there, or for log rows its row's place in the window (room for 10 billion changes in
+#: one transaction); a source that sequences changes itself uses the same rule
 SEQ_SPAN = 10**10
 
 
