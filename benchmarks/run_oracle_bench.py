@@ -59,7 +59,7 @@ def row(rng: random.Random, i: int) -> dict:
             "SKU": f"SKU-{rng.randint(1, 99999)}", "RATIO": rng.randint(1, 10**6) / 1000}
 
 
-WARMUP_TXNS = 2_000
+WARMUP_TXNS = 10_000
 
 
 def generate(db: SimulatedOracle, rng: random.Random, rows: int, txns: int, changes: int, next_id: int) -> int:

@@ -207,7 +207,10 @@ class InflightBuffer:
         ends = rows.where(f"kind IN ('{KIND_COMMIT}', '{KIND_ROLLBACK}')").select(
             "txid", F.col("kind").alias("end_kind"), F.col("ordinal").alias("end_ordinal"),
             F.col("position").alias("end_position"), F.col("event_ts").alias("end_ts"))
-        if window.ends <= _BROADCAST_ENDS:
+        cached: list[DataFrame] = []
+        if window.ends <= _BROADCAST_ENDS:  # read by every step: kept, not read from the window again per step
+            ends = ends.persist(StorageLevel.MEMORY_AND_DISK)
+            cached.append(ends)
             ends = F.broadcast(ends)
         commits = ends.where(f"end_kind = '{KIND_COMMIT}'")
         committed_rows = changes.join(commits, "txid")
@@ -309,7 +312,7 @@ class InflightBuffer:
             else rows.limit(0)
         return Assembly(committed, survivors, new_inflight, ended_rows, errors, window, pending_counts,
                         {"open_after": open_after, "abandoned": abandoned, "late_commits": late,
-                         "any_abandoned_before": any_abandoned, "ended_counts": ended_counts}, [summary])
+                         "any_abandoned_before": any_abandoned, "ended_counts": ended_counts}, [*cached, summary])
 
     def record(self, window_id: int, assembly: Assembly) -> dict[str, int]:
         """Append the window's open changes and the transactions to record (each idempotent per window): those
