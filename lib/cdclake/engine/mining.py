@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Iterable
 from datetime import timedelta
 from decimal import Decimal
@@ -496,7 +497,7 @@ class WindowMiner:
         from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
-        seen = Observation(f"cdclake_window_{self.wid}_{path.rsplit('/', 1)[-1]}")
+        seen = Observation(f"cdclake_window_{self.wid}_{uuid.uuid4().hex}")  # a name is used once per session
         self.ctx.columns.mask_log_rows(self._without_parked(rows, ddl)).observe(
             seen, *WindowCounts.metrics(self.ctx.targets.may_be_partial(F.col("after")))
         ).write.mode("overwrite").parquet(path)

@@ -555,7 +555,8 @@ class TargetTables:
         test for the key, without decoding; a value cannot hold it unescaped)."""
         if not self.images_may_omit_columns:
             return F.lit(False)
-        return image_json.rlike(rf'"{UNAVAILABLE_KEY}"\s*:')
+        # a quote inside a JSON string is escaped, so the quoted name only ever appears as a key
+        return image_json.contains(f'"{UNAVAILABLE_KEY}"')
 
     def parse_changes(self, events: DataFrame, schema: TableSchema, key_columns: list[str],
                       measure: bool = True, partial: bool | None = None) -> ParsedChanges:
