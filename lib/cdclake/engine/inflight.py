@@ -277,14 +277,11 @@ class InflightBuffer:
             F.sum(F.when(F.col("kind") == KIND_CHANGE, 1).otherwise(0)).cast("bigint").alias("rows"),
             F.array_sort(F.collect_set("source_table")).alias("tables"),
         ).persist(StorageLevel.MEMORY_AND_DISK)
-        open_all = summary.where("end_kind IS NULL")
         if retention is not None and window_end_ts is not None:
-            cutoff = window_end_ts - retention
-            abandoned = open_all.where(F.col("first_ts") < F.lit(cutoff))
-            is_abandoned = F.col("end_kind").isNull() & (F.col("first_ts") < F.lit(cutoff))
+            is_abandoned = F.col("end_kind").isNull() & (F.col("first_ts") < F.lit(window_end_ts - retention))
         else:
-            abandoned = open_all.limit(0)
             is_abandoned = F.lit(False)
+        abandoned = summary.where(is_abandoned)
         still_open = F.col("end_kind").isNull() & ~is_abandoned
         # Open after this window (not abandoned): how many, the oldest one's first change, and those with rows
         # here (``carried``: their rows go to the buffer); how many were abandoned, and how many ended rows

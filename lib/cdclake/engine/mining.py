@@ -454,9 +454,8 @@ class WindowMiner:
                         "are NOT applied", wid, item["txid"], item["first_position"], item["rows"], item["tables"])
         for txid in late:
             log.warning("window %s: transaction %s committed after it was abandoned: its changes are lost", wid, txid)
-        marker = _frame_marker(mined, rows_by_table, ended, abandoned, late, open_summary)
-        marker["truncates"] = sum(int(r.t) for r in by_table)
-        marker["partial"] = any(bool(r.partial) for r in by_table)
+        marker = _frame_marker(mined, rows_by_table, ended, abandoned, late, open_summary,
+                               sum(int(r.t) for r in by_table), any(bool(r.partial) for r in by_table))
         ctx.bronze.commit(wid, committed if rows_by_table else None, mined.end, marker, self.bronze_app)
         self.marker = marker
         report.phase("bronze")
@@ -480,7 +479,7 @@ class WindowMiner:
         open_summary = assembly.open_after()
         for point in ("staged", "history", "inflight"):  # the steps a window with rows passes
             crash_point(point)
-        marker = {**_frame_marker(mined, {}, {}, [], [], open_summary), "truncates": 0, "partial": False}
+        marker = _frame_marker(mined, {}, {}, [], [], open_summary)
         ctx.bronze.commit(wid, None, mined.end, marker, self.bronze_app)
         self.marker = marker
         self.report.phase("bronze")
@@ -540,13 +539,14 @@ class WindowMiner:
 
 
 def _frame_marker(mined: MinedWindow, rows_by_table: dict[str, int], ended: dict[str, int], abandoned: list[Any],
-                  late: list[str], open_summary: Any) -> dict[str, Any]:
-    """The bronze marker of a frame window: its end, counts, samples and the transactions left open."""
+                  late: list[str], open_summary: Any, truncates: int = 0, partial: bool = False) -> dict[str, Any]:
+    """The bronze marker of a frame window: its end, counts, samples, the transactions left open, and what the
+    apply needs to skip its pass over bronze (:func:`known_rows`)."""
     return {
         "end": mined.end.to_dict(), "events": sum(rows_by_table.values()),
         "transactions": ended.get("committed", 0), "rolled_back": ended.get("rolled_back", 0),
         "abandoned": ended.get("abandoned", 0), "abandoned_sample": abandoned, "late_commits": late,
         "open_transactions": int(open_summary.n or 0),
         "oldest_open_ordinal": None if open_summary.oldest is None else str(open_summary.oldest),
-        "rows_by_table": rows_by_table, **mined.stats,
+        "rows_by_table": rows_by_table, "truncates": truncates, "partial": partial, **mined.stats,
     }
