@@ -650,12 +650,23 @@ class TargetTables:
                     for j, k in enumerate(key_columns)]
             return "named_struct(" + ", ".join(f"'{sql_str(name)}', {expr}" for name, expr in fields) + ")"
 
+        def untyped(image: str, kind: str, sub: int) -> str:
+            """The same action with only its key typed: the other columns stay in the canonical image, typed
+            once the newest action per key is chosen (most changes are superseded in a large window)."""
+            keys = [(k, self.types.to_delta_sql(schema.column(k), f"{image}.{quote(k)}")) for k in key_columns]
+            img = "named_struct(" + ", ".join(f"'{sql_str(n)}', {image}.{quote(n)}" for n in names) + ")"
+            fields = [*keys, ("__img", img), *[(meta, col) for col, meta in _BRONZE_META_PAIRS],
+                      ("__action", f"'{kind}'"), ("__sub", str(sub))]
+            return "named_struct(" + ", ".join(f"'{sql_str(name)}', {expr}" for name, expr in fields) + ")"
+
         # One pass over the changes (each action a struct of the same type): an insert/update is its after
         # image, a delete its before image, and a primary-key update also deletes the old key, ordered just
         # before the new one.
-        primary = (f"CASE WHEN op IN ('c', 'u', 'r') THEN {action('a', 'u', 1)} "
-                   f"WHEN op = 'd' THEN {action('b', 'd', 1)} END")
-        old_key = f"CASE WHEN op = 'u' AND b IS NOT NULL AND NOT ({keys_a}) THEN {action('b', 'd', 0)} END"
+        late_typing = not partial and not self.keep_history
+        make = untyped if late_typing else action
+        primary = (f"CASE WHEN op IN ('c', 'u', 'r') THEN {make('a', 'u', 1)} "
+                   f"WHEN op = 'd' THEN {make('b', 'd', 1)} END")
+        old_key = f"CASE WHEN op = 'u' AND b IS NOT NULL AND NOT ({keys_a}) THEN {make('b', 'd', 0)} END"
         actions = ev.selectExpr(f"inline(filter(array({primary}, {old_key}), x -> x IS NOT NULL))")
         if partial:
             actions = _carry_unavailable(actions, names, key_columns)
@@ -666,6 +677,12 @@ class TargetTables:
         w = Window.partitionBy(*[F.col(quote(k)) for k in key_columns]).orderBy(
             F.col(META_SEQ).desc(), F.col("__sub").desc())
         latest = actions.withColumn("__rn", F.row_number().over(w)).where("__rn = 1").drop("__rn", "__sub")
+        if late_typing:
+            latest = latest.selectExpr(
+                *[quote(k) for k in key_columns],
+                *[f"{self.types.to_delta_sql(c, '__img.' + quote(c.name))} AS {quote(c.name)}"
+                  for c in schema.columns if c.name not in key_columns],
+                *[quote(m) for m in _META], "`__action`")
         view = f"cdclake_src_{abs(hash((path, version)))}"
         latest.createOrReplaceTempView(view)
 

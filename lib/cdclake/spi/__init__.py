@@ -23,7 +23,6 @@ Writing a source: ``docs/architecture.md``.
 
 from cdclake.spi.config import SourceConfigBase, SourceContext, StrictModel
 from cdclake.spi.logrows import (
-    DEFERRED_COLUMN,
     KIND_CHANGE,
     KIND_COMMIT,
     KIND_DEFERRED,
@@ -55,7 +54,7 @@ from cdclake.spi.source import (
 from cdclake.spi.types import FILL, UNLOGGED, TypeMapper
 
 __all__ = [
-    "DEFERRED_COLUMN", "KIND_DEFERRED",
+    "KIND_DEFERRED",
     "KIND_CHANGE", "KIND_COMMIT", "KIND_ERROR", "KIND_PIECE", "KIND_ROLLBACK", "KIND_UNDO", "LOG_ROWS_COLUMNS",
     "FILL", "LOG_ROWS_DDL", "UNAVAILABLE_KEY", "UNLOGGED", "Begin", "Commit", "Ddl", "DdlOutcome", "FrameSource",
     "LogRecord",

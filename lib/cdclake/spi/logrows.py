@@ -5,8 +5,8 @@ earlier change of the same transaction with the same ``locator``), ``commit``, `
 ``piece`` (a fragment of a column value, e.g. an Oracle LOB write, that the source folds into its
 transaction's changes once it committed: :meth:`cdclake.spi.FrameSource.assemble_pieces`) or
 ``error`` (the window cannot be trusted past this row: the run stops), or ``deferred`` (a row the
-source's first decoder left to its second, :attr:`cdclake.spi.MinedWindow.decode_deferred`; what
-that needs is in the extra column :data:`DEFERRED_COLUMN`). ``ordinal`` is the commit
+source's first decoder left to its second, :attr:`cdclake.spi.MinedWindow.decode_deferred`, which
+finds what it needs by the row's ``idx``). ``ordinal`` is the commit
 ordinal on commit rows and the row's own log ordinal on others; ``idx`` is the row's order in the
 window. ``before``/``after`` are canonical images as JSON; an image may list, under
 :data:`UNAVAILABLE_KEY`, columns whose value the log did not supply (the lake keeps its value).
@@ -26,5 +26,4 @@ LOG_ROWS_COLUMNS = [item.split(" ", 1)[0] for item in LOG_ROWS_DDL.split(", ")]
 KIND_CHANGE, KIND_UNDO, KIND_COMMIT, KIND_ROLLBACK, KIND_ERROR = "change", "undo", "commit", "rollback", "error"
 KIND_PIECE = "piece"
 KIND_DEFERRED = "deferred"
-DEFERRED_COLUMN = "deferred"  # a struct the second decoder reads; null on every other row
 UNAVAILABLE_KEY = "__unavailable"  # in a change image: columns whose value the log did not supply

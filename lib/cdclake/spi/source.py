@@ -150,9 +150,10 @@ class MinedWindow:
     #: True when the source knows, without a Spark job, that ``rows`` is empty (the log had nothing for the
     #: window): the engine then skips the steps that only move rows
     known_empty: bool = False
-    #: decodes the rows of kind ``deferred`` (read back, with their ``deferred`` column, from where the engine
-    #: staged the window) into log rows; a source whose first decoder takes every row leaves it None. This
-    #: way a fast decoder runs once per row, and the second one only over the rows it left.
+    #: decodes the rows of kind ``deferred`` (read back from where the engine staged the window; the source
+    #: finds each one's log row by its ``idx``) into log rows; a source whose first decoder takes every row
+    #: leaves it None. This way a fast decoder runs once per row, and the second one only over the rows it
+    #: left.
     decode_deferred: Callable[[DataFrame], DataFrame] | None = None
 
 

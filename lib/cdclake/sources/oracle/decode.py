@@ -30,7 +30,6 @@ from cdclake.schema import TableSchema
 from cdclake.sources.oracle import queries as Q
 from cdclake.sources.oracle.position import SCN_SPAN
 from cdclake.spi.logrows import (
-    DEFERRED_COLUMN,
     KIND_CHANGE,
     KIND_COMMIT,
     KIND_DEFERRED,
@@ -38,7 +37,6 @@ from cdclake.spi.logrows import (
     KIND_PIECE,
     KIND_ROLLBACK,
     KIND_UNDO,
-    LOG_ROWS_COLUMNS,
     LOG_ROWS_DDL,
     UNAVAILABLE_KEY,
 )
@@ -440,13 +438,15 @@ def prepare(raw: DataFrame, continuations: bool = True, rank: bool = True) -> Da
 
 
 def decode_prepared(prepared: DataFrame, plan: DecodePlan, jvm: bool = True) -> DataFrame:
-    """Decode prepared rows (the result has :data:`LOG_ROWS_DDL`, plus ``deferred`` with the JVM).
+    """Decode prepared rows (the result has :data:`LOG_ROWS_DDL`).
 
     With ``jvm`` (and cdclake's jar on the classpath), commits, rollbacks and the DML statements the
     JVM fast path takes (:func:`fast_path_plan`) are decoded in Spark SQL, once per row; every other row
-    is left as a ``deferred`` row carrying its raw columns, which :func:`decode_deferred` (the Python
-    decoder, which gives the same rows for those the JVM takes: tests/integration/test_oracle_fast_path.py)
-    decodes once the engine staged the window.
+    is left as a ``deferred`` row (only its place, ``idx``, and position), which :func:`decode_deferred`
+    (the Python decoder, which gives the same rows for those the JVM takes:
+    tests/integration/test_oracle_fast_path.py) decodes from the prepared rows at those places once the
+    engine staged the window. Deferred rows carry no raw columns: writing them (null on every other row)
+    cost the staging pass more than the decoding.
     """
     python = functools.partial(decode_partition, plan.to_json())
     udf = register_fast_path(prepared.sparkSession, plan) if jvm else None
@@ -463,7 +463,6 @@ def decode_prepared(prepared: DataFrame, plan: DecodePlan, jvm: bool = True) -> 
     skipped = f"OPERATION_CODE IN ({Q.OP_START}, {Q.OP_DDL})"  # DDL is read on the driver
     ordinal = f"CAST(CAST(SCN AS DECIMAL(20,0)) * {SCN_SPAN} AS DECIMAL(38,0))"
     change = "__fast IS NOT NULL"
-    raw = ", ".join(f"`{c}`" for c in prepared.columns)
     return rows.where(f"NOT ({skipped})").selectExpr(
         "CAST(WINDOW_ID AS BIGINT) AS window_id", "CAST(IDX AS BIGINT) AS idx",
         f"CASE WHEN {change} THEN '{KIND_CHANGE}' WHEN OPERATION_CODE = {Q.OP_COMMIT} THEN '{KIND_COMMIT}' "
@@ -479,24 +478,26 @@ def decode_prepared(prepared: DataFrame, plan: DecodePlan, jvm: bool = True) -> 
         f"CAST(CASE WHEN OPERATION_CODE = {Q.OP_COMMIT} THEN coalesce(COMMIT_TIMESTAMP, TIMESTAMP) ELSE TIMESTAMP END "
         "AS TIMESTAMP) AS event_ts",
         "CAST(NULL AS STRING) AS error", "CAST(NULL AS STRING) AS raw",
-        f"CASE WHEN NOT {in_sql} THEN struct({raw}) END AS {DEFERRED_COLUMN}",
     )
 
 
-def decode_deferred(plan: DecodePlan, rows: DataFrame) -> DataFrame:
-    """The Python decoder over the rows :func:`decode_prepared` deferred (log rows)."""
+def decode_deferred(plan: DecodePlan, prepared: DataFrame, rows: DataFrame) -> DataFrame:
+    """The Python decoder over the prepared rows at the places (``idx``) of the ``deferred`` log rows in
+    ``rows``. Their places are broadcast: a window defers the statements the JVM decoder has no form for,
+    which are few (a table none of whose columns it takes defers all its rows: its places are still only
+    8 bytes a row)."""
+    from pyspark.sql import functions as F
+
     python = functools.partial(decode_partition, plan.to_json())
-    return rows.where(f"kind = '{KIND_DEFERRED}'").select(f"{DEFERRED_COLUMN}.*").mapInArrow(python, LOG_ROWS_DDL)
+    places = rows.where(f"kind = '{KIND_DEFERRED}'").select(F.col("idx").alias("IDX"))
+    return prepared.join(F.broadcast(places), "IDX", "left_semi").mapInArrow(python, LOG_ROWS_DDL)
 
 
 def decode_all(prepared: DataFrame, plan: DecodePlan, jvm: bool = True) -> DataFrame:
     """Both decoders chained in one frame of log rows (the fast path then runs twice per deferred row: for
     tests and tools; a window is staged between the two)."""
     first = decode_prepared(prepared, plan, jvm)
-    if DEFERRED_COLUMN not in first.columns:
-        return first
-    return first.where(f"kind <> '{KIND_DEFERRED}'").select(*LOG_ROWS_COLUMNS).unionByName(
-        decode_deferred(plan, first))
+    return first.where(f"kind <> '{KIND_DEFERRED}'").unionByName(decode_deferred(plan, prepared, first))
 
 
 FAST_PATH_CLASS = "cdclake.oracle.RedoFastPath"

@@ -415,7 +415,7 @@ class OracleSource(FrameSource):
         end = start.after_window(mined_hi, commit_scn, None, newer, end_limit.resetlogs)
         return MinedWindow(end, decoded, ddl, {"mined_to_scn": str(mined_hi), "mining_batches": batches},
                            known_empty=nothing_fetched and extra is None,
-                           decode_deferred=functools.partial(decode_deferred, plan))
+                           decode_deferred=functools.partial(decode_deferred, plan, prepared))
 
     def _schema_changes(self, spark: SparkSession, ddl_rows: list[Any], schemas: dict[str, TableSchema],
                         versions: dict[str, int], through: int, floors: dict[str, int] | None, next_version: int,
