@@ -72,6 +72,7 @@ class WindowCounts:
     deferred: int = 0  # rows left to the source's second decoder
     max_ts: datetime | None = None
     min_window: int | None = None
+    first_commit: int | None = None  # the lowest commit ordinal
 
     def plus(self, other: WindowCounts) -> WindowCounts:
         """These counts less the deferred rows, plus ``other`` (what their second decoding gave)."""
@@ -82,7 +83,7 @@ class WindowCounts:
             self.rows - self.deferred + other.rows, self.undo + other.undo, self.pieces + other.pieces,
             self.errors + other.errors, self.ends + other.ends, self.truncates + other.truncates,
             self.partial + other.partial, other.deferred, pick(self.max_ts, other.max_ts, max),
-            pick(self.min_window, other.min_window, min))
+            pick(self.min_window, other.min_window, min), pick(self.first_commit, other.first_commit, min))
 
     @staticmethod
     def metrics(may_be_partial: Any = None) -> list[Any]:
@@ -101,6 +102,7 @@ class WindowCounts:
             F.count_if(F.coalesce(partial, F.lit(False))).alias("partial"),
             F.count_if(kind == KIND_DEFERRED).alias("deferred"), F.max("event_ts").alias("max_ts"),
             F.min("window_id").alias("min_window"),
+            F.min(F.when(kind == KIND_COMMIT, F.col("ordinal"))).alias("first_commit"),
         ]
 
     @classmethod
@@ -108,7 +110,8 @@ class WindowCounts:
         """From an observation's dict or an aggregate's row."""
         get = values.get if isinstance(values, dict) else values.asDict().get
         names = [f.name for f in fields(cls)]
-        return cls(**{f: (int(get(f) or 0) if f not in ("max_ts", "min_window") else get(f)) for f in names})
+        optional = ("max_ts", "min_window", "first_commit")
+        return cls(**{f: (int(get(f) or 0) if f not in optional else get(f)) for f in names})
 
 
 @dataclass
@@ -129,6 +132,26 @@ class Assembly:
     pending: WindowCounts
     stats: dict[str, Any] = field(default_factory=dict)
     cached: list[DataFrame] = field(default_factory=list)
+
+    def ended_by_kind(self) -> dict[str, int]:
+        """Transactions with changes that ended in this window: ``commit``/``rollback`` → how many."""
+        return self._ended()[0]
+
+    def committed_by_table(self) -> dict[str, tuple[int, int, bool]]:
+        """Per table, the changes of the transactions that committed in this window: rows, truncates, and
+        whether an after image may be partial; counted before partial rollbacks, LOB pieces and the tables'
+        floors apply (exact when :attr:`exact` and the window has neither pieces nor a floor at or above its
+        first commit)."""
+        return self._ended()[1]
+
+    def _ended(self) -> tuple[dict[str, int], dict[str, tuple[int, int, bool]]]:
+        if "ended_rows" not in self.stats:  # one job: transactions are distinct per kind, rows per table
+            rows = self.stats["ended_stats"].collect()
+            by_kind = {r.end_kind: int(r.n) for r in rows if r.level == 1}
+            by_table = {r.source_table: (int(r.rows), int(r.truncates), bool(r.partial))
+                        for r in rows if r.level == 0 and r.end_kind == KIND_COMMIT and r.source_table is not None}
+            self.stats["ended_rows"] = (by_kind, by_table)
+        return self.stats["ended_rows"]
 
     def open_after(self) -> Any:
         """Transactions open after this window, not abandoned: ``n``, ``oldest`` first ordinal, and ``carried``
@@ -256,10 +279,18 @@ class InflightBuffer:
             "error", "raw",
         ).select(*BRONZE_COLUMNS, "error", "raw")
 
-        # Transactions that end here, by how: counted on the thin columns (no per-transaction record).
+        # Transactions that end here, by how, and the committed changes per table: counted on the thin columns
+        # (no per-transaction record; the images are read only when one may be partial).
         tagged = changes.join(ends, "txid", "left")
-        ended_counts = tagged.where("end_kind IS NOT NULL").groupBy("end_kind").agg(
-            F.count_distinct("txid").alias("n"))
+        change = F.col("kind") == KIND_CHANGE
+        partial_after = F.col("op").isin("c", "u", "r") & partial if partial is not None and (
+            window.partial or pending_counts.partial) else F.lit(False)
+        ended_stats = tagged.where("end_kind IS NOT NULL").groupingSets(
+            [["end_kind", "source_table"], ["end_kind"]], "end_kind", "source_table").agg(
+            F.count_distinct("txid").alias("n"), F.count_if(change).alias("rows"),
+            F.count_if(change & (F.col("op") == "t")).alias("truncates"),
+            F.max(change & F.coalesce(partial_after, F.lit(False))).alias("partial"),
+            F.grouping_id().alias("level"))
         # One row per transaction still open, or with buffered rows: how it ends here (null: open).
         if spanning is not None:
             tagged = tagged.join(spanning, "txid", "left").where("end_kind IS NULL OR __spans")
@@ -309,7 +340,7 @@ class InflightBuffer:
             else rows.limit(0)
         return Assembly(committed, survivors, new_inflight, ended_rows, errors, window, pending_counts,
                         {"open_after": open_after, "abandoned": abandoned, "late_commits": late,
-                         "any_abandoned_before": any_abandoned, "ended_counts": ended_counts}, [*cached, summary])
+                         "any_abandoned_before": any_abandoned, "ended_stats": ended_stats}, [*cached, summary])
 
     def record(self, window_id: int, assembly: Assembly) -> dict[str, int]:
         """Append the window's open changes and the transactions to record (each idempotent per window): those
@@ -317,8 +348,7 @@ class InflightBuffer:
         An append with no rows is not made: a re-run of the window finds it empty again (pending is read as of
         earlier windows), so there is nothing to repeat or to skip."""
         summary = assembly.open_after()
-        ended = {COMMITTED if r.end_kind == KIND_COMMIT else ROLLED_BACK: int(r.n)
-                 for r in assembly.stats["ended_counts"].collect()}
+        ended = {COMMITTED if kind == KIND_COMMIT else ROLLED_BACK: n for kind, n in assembly.ended_by_kind().items()}
         if summary.abandoned:
             ended[ABANDONED] = int(summary.abandoned)
         if summary.carried:
