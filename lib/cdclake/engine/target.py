@@ -631,15 +631,21 @@ class TargetTables:
             return
         # Images may leave out columns the log did not supply (listed under __unavailable).
         partial = parsed.partial
-        ev = parsed.frame.select("op", "seq", "position", "txid", "commit_ts", "window_id", "b", "a")
+        # Every change becomes at least one action, so the guard against undecodable images sits in the action's
+        # kind (evaluated once per row) rather than around each use of an image.
+        ev = (parsed.decoded or parsed.frame).select(
+            "op", "seq", "position", "txid", "commit_ts", "window_id", "b", "a", "`__bad`")
         keys_a = " AND ".join(f"a.{quote(k)} <=> b.{quote(k)}" for k in key_columns)
         names = schema.column_names
+
+        def guarded(kind: str) -> str:
+            return f"CASE WHEN `__bad` THEN raise_error('{UNDECODABLE_MARK}') ELSE '{kind}' END"
 
         def action(image: str, kind: str, sub: int) -> str:
             """One action of a change as a struct: the row as ``image`` holds it, typed, with its metadata."""
             fields = [(c.name, self.types.to_delta_sql(c, f"{image}.{quote(c.name)}")) for c in schema.columns]
             fields += [(meta, col) for col, meta in _BRONZE_META_PAIRS]
-            fields += [("__action", f"'{kind}'"), ("__sub", str(sub))]
+            fields += [("__action", guarded(kind)), ("__sub", str(sub))]
             if partial:
                 missing = f"coalesce(a.`{UNAVAILABLE_KEY}`, array())" if image == "a" else "array()"
                 fields += [(f"__ua{i}", f"array_contains({missing}, '{sql_str(n)}')") for i, n in enumerate(names)]
@@ -656,7 +662,7 @@ class TargetTables:
             keys = [(k, self.types.to_delta_sql(schema.column(k), f"{image}.{quote(k)}")) for k in key_columns]
             img = "named_struct(" + ", ".join(f"'{sql_str(n)}', {image}.{quote(n)}" for n in names) + ")"
             fields = [*keys, ("__img", img), *[(meta, col) for col, meta in _BRONZE_META_PAIRS],
-                      ("__action", f"'{kind}'"), ("__sub", str(sub))]
+                      ("__action", guarded(kind)), ("__sub", str(sub))]
             return "named_struct(" + ", ".join(f"'{sql_str(name)}', {expr}" for name, expr in fields) + ")"
 
         # One pass over the changes (each action a struct of the same type): an insert/update is its after
@@ -664,10 +670,11 @@ class TargetTables:
         # before the new one.
         late_typing = not partial and not self.keep_history
         make = untyped if late_typing else action
-        primary = (f"CASE WHEN op IN ('c', 'u', 'r') THEN {make('a', 'u', 1)} "
-                   f"WHEN op = 'd' THEN {make('b', 'd', 1)} END")
-        old_key = f"CASE WHEN op = 'u' AND b IS NOT NULL AND NOT ({keys_a}) THEN {make('b', 'd', 0)} END"
-        actions = ev.selectExpr(f"inline(filter(array({primary}, {old_key}), x -> x IS NOT NULL))")
+        # (A CASE of arrays, not a filter with a lambda: higher-order functions are not compiled.)
+        upsert, delete = make("a", "u", 1), make("b", "d", 1)
+        actions = ev.selectExpr(
+            f"inline(CASE WHEN op = 'u' AND b IS NOT NULL AND NOT ({keys_a}) THEN array({make('b', 'd', 0)}, {upsert}) "
+            f"WHEN op IN ('c', 'u', 'r') THEN array({upsert}) WHEN op = 'd' THEN array({delete}) ELSE array() END)")
         if partial:
             actions = _carry_unavailable(actions, names, key_columns)
             actions = self._fill_moved_rows(path, actions, names, key_columns)
