@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from cdclake.engine.events import BRONZE_COLUMNS, BRONZE_DDL, WINDOW_MARKER_OP, event_seq
-from cdclake.engine.lake import LakeLayout, read_delta, sql_str
+from cdclake.engine.lake import LakeLayout, local_frame, read_delta, sql_str
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -56,10 +56,11 @@ class BronzeLog:
     def commit(self, window_id: int, rows: DataFrame | None, end: Position, marker: dict[str, Any],
                app: str = "bronze") -> None:
         """Append the window's rows and its marker in one commit, once per ``(app, window_id)``."""
-        marker_df = self.spark.createDataFrame(
+        marker_df = local_frame(
+            self.spark,
             [(window_id, "", WINDOW_MARKER_OP, Decimal(event_seq(end.ordinal, 0)), end.describe(), None, None, None,
               None, json.dumps(marker, default=str))],
-            schema=BRONZE_DDL,
+            BRONZE_DDL,
         )
         frame = marker_df if rows is None else rows.select(*BRONZE_COLUMNS).unionByName(marker_df)
         (frame.write.format("delta").mode("append").option("txnAppId", f"{self.app}:{app}")

@@ -28,6 +28,7 @@ from cdclake.engine.lake import (
     ensure_table,
     idempotent_write,
     is_delta_table,
+    local_frame,
     read_delta,
     sql_str,
     table_version,
@@ -225,7 +226,7 @@ class ControlTables:
         rev = self._next_rev()
         now = utcnow()
         full = [{**r, "rev": rev, "updated_at": now} for r in rows]
-        df = self.spark.createDataFrame(full, schema=CHECKPOINTS_DDL)
+        df = local_frame(self.spark, full, CHECKPOINTS_DDL)
         try:
             df.write.format("delta").mode("append").save(self.layout.checkpoints)
         except BaseException:
@@ -453,7 +454,7 @@ class ControlTables:
             }
             for e in entries
         ]
-        df = self.spark.createDataFrame(rows, schema=HISTORY_DDL)
+        df = local_frame(self.spark, rows, HISTORY_DDL)
         writer = df.write.format("delta").mode("append")
         if idempotency:
             writer = writer.option("txnAppId", idempotency[0]).option("txnVersion", idempotency[1])
@@ -518,7 +519,7 @@ class ControlTables:
     # ---- run log and dead letters --------------------------------------------------------------
 
     def log_run(self, row: dict[str, Any]) -> None:
-        df = self.spark.createDataFrame([row], schema=RUNS_DDL)
+        df = local_frame(self.spark, [row], RUNS_DDL)
         df.write.format("delta").mode("append").save(self.layout.runs)
 
     def last_runs(self, limit: int = 20) -> list[Any]:

@@ -30,7 +30,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from cdclake.engine.events import BRONZE_COLUMNS, SEQ_SPAN
-from cdclake.engine.lake import LakeLayout, delta_ref, ensure_table, is_delta_table
+from cdclake.engine.lake import LakeLayout, delta_ref, ensure_table, is_delta_table, local_frame
 from cdclake.spi.logrows import (
     KIND_CHANGE,
     KIND_COMMIT,
@@ -258,7 +258,7 @@ class InflightBuffer:
         survivors = survivors.where(f"kind = '{KIND_CHANGE}'")
         floor_rows = [(t, Decimal(int(o))) for t, o in floors.items()]
         if floor_rows:
-            floors_df = self.spark.createDataFrame(floor_rows, "source_table STRING, floor DECIMAL(38,0)")
+            floors_df = local_frame(self.spark, floor_rows, "source_table STRING, floor DECIMAL(38,0)")
             survivors = survivors.join(F.broadcast(floors_df), "source_table", "left").where(
                 "floor IS NULL OR end_ordinal > floor").drop("floor")
 

@@ -41,6 +41,7 @@ from cdclake.engine.events import BRONZE_COLUMNS, BRONZE_DDL, SEQ_SPAN
 from cdclake.engine.faults import crash_point
 from cdclake.engine.history import HistoryEntry, entries_for_ddl, registry_before
 from cdclake.engine.inflight import ABANDONED, InflightBuffer, WindowCounts
+from cdclake.engine.lake import local_frame
 from cdclake.engine.quality import QualityChecks
 from cdclake.errors import CdcError, TablesParkedError
 from cdclake.hadoopfs import hadoop_delete
@@ -478,7 +479,7 @@ class WindowMiner:
         from cdclake.spi.logrows import LOG_ROWS_DDL
 
         ctx, wid, spark = self.ctx, self.wid, self.spark
-        assembly = buffer.assemble(wid, spark.createDataFrame([], LOG_ROWS_DDL), self.floors,
+        assembly = buffer.assemble(wid, local_frame(spark, [], LOG_ROWS_DDL), self.floors,
                                    assemble_pieces=mined.assemble_pieces, counts=WindowCounts(),
                                    may_be_partial=ctx.targets.may_be_partial)
         open_summary = assembly.open_after()

@@ -47,6 +47,7 @@ from cdclake.engine.lake import (
     ensure_table,
     idempotent_write,
     is_delta_table,
+    local_frame,
     quote,
     read_delta,
     sql_str,
@@ -431,7 +432,7 @@ class QualityGate:
             return
         ensure_table(self.spark, self.layout.quality, QUALITY_DDL)
         now = utcnow()
-        df = self.spark.createDataFrame([r.row(run_id, window_id, now) for r in results], schema=QUALITY_DDL)
+        df = local_frame(self.spark, [r.row(run_id, window_id, now) for r in results], QUALITY_DDL)
         if window_id is None:
             df.write.format("delta").mode("append").save(self.layout.quality)
             return
