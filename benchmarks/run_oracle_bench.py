@@ -13,8 +13,10 @@
    synthetic one): the production fetch into Parquet, then only what any design must do: decode the
    statements with the JVM decoder while joining them to their COMMIT (broadcast), one Delta append,
    and one MERGE of the newest image per key, typed, into a copy of the snapshot's target (same table
-   properties: change data feed on). No in-flight buffer, transactions table, statistics or control
-   tables. ``end to end / floor`` is the ratio the issue's aim (<= 1.5) is about.
+   properties: change data feed on), setting the same columns cdclake's MERGE sets (values and the
+   change's op, sequence, commit position, transaction and commit time). No in-flight buffer,
+   transactions table, statistics or control tables. ``end to end / floor`` is the ratio the issue's aim
+   (<= 1.5) is about.
 
 Usage: ``.venv/bin/python benchmarks/run_oracle_bench.py [--rows N] [--txns T]`` (``make bench-oracle``).
 """
@@ -111,14 +113,17 @@ def oracle_floor(spark, pipeline, lo: int, hi: int, work: Path,  # type: ignore[
     plan = DecodePlan([r"APP\..*"], [], False, {"APP.ORDERS": [(0, entry.version, entry.schema.to_json())]})
     udf = register_fast_path(spark, plan)
     raw = spark.read.schema(RAW_DDL).parquet(f"{work}/raw")
-    commits = raw.where(f"OPERATION_CODE = {Q.OP_COMMIT}").selectExpr("XID", "SCN AS commit_scn")
+    commits = raw.where(f"OPERATION_CODE = {Q.OP_COMMIT}").selectExpr(
+        "XID", "SCN AS commit_scn", "coalesce(COMMIT_TIMESTAMP, TIMESTAMP) AS commit_ts")
     dml = f"OPERATION_CODE IN ({Q.OP_INSERT}, {Q.OP_UPDATE}, {Q.OP_DELETE})"
     decoded = raw.where(dml).selectExpr(
         "XID", "IDX", f"{udf}(SQL_REDO, concat(SEG_OWNER, '.', TABLE_NAME), CAST(IDX AS BIGINT), "
         "CAST(OPERATION_CODE AS INT)) AS d").selectExpr("XID", "IDX", "d.op AS op", "d.before AS before",
                                                        "d.after AS after")
+    # The target's metadata columns come with each change (cdclake's target carries them; so must the floor's)
     decoded.join(F.broadcast(commits), "XID").selectExpr(
         "CAST(commit_scn AS DECIMAL(38,0)) * 100000 + IDX AS seq", "op", "before", "after",
+        "concat('SCN ', commit_scn) AS position", "lower(XID) AS txid", "commit_ts",
     ).write.parquet(f"{work}/assembled")
     steps["decode_assemble"] = time.time() - t
 
@@ -133,9 +138,11 @@ def oracle_floor(spark, pipeline, lo: int, hi: int, work: Path,  # type: ignore[
     t = time.time()
     canon = ", ".join(f"`{c.name}` {ctx.targets.types.canonical_type(c)}" for c in schema.columns)
     images = spark.read.format("delta").load(f"{work}/bronze").selectExpr(
-        "seq", "op", f"from_json(coalesce(after, before), '{canon}') AS a")
+        "seq", "op", "position", "txid", "commit_ts", f"from_json(coalesce(after, before), '{canon}') AS a")
     last = images.withColumn("rn", F.row_number().over(Window.partitionBy("a.ID").orderBy(F.desc("seq")))).where(
-        "rn = 1").selectExpr("op", *typed_select(ctx.targets.types, schema, "a"), "seq AS `__seq`")
+        "rn = 1").selectExpr("op", *typed_select(ctx.targets.types, schema, "a"), "seq AS `__seq`", "op AS `__op`",
+                             "position AS `__position`", "txid AS `__txid`", "commit_ts AS `__commit_ts`",
+                             "CAST(1 AS BIGINT) AS `__window_id`")
     names = [c for c in spark.read.format("delta").load(target).columns if c in last.columns]
     values = {c: f"s.`{c}`" for c in names}
     (DeltaTable.forPath(spark, target).alias("t").merge(last.alias("s"), "t.ID = s.ID")
