@@ -25,9 +25,16 @@ lint: setup
 	$(PY) -m ruff check lib jobs tests tests_live benchmarks airflow_dags
 	.venv/bin/lint-imports --no-logo
 
+# Every issue-17 figure: small runs, MySQL windows of 100k and 1M changes (1M on one core too), the Oracle
+# window of 640k and 1.9M LogMiner rows; each against its floor in the same run (~40 min on 2 cores).
 bench: setup
 	$(PY) benchmarks/run_small_runs.py
 	$(PY) benchmarks/run_mysql_bench.py
+	$(PY) benchmarks/run_mysql_bench.py --events 250000 --no-pylib --merge-factor 1 --out benchmarks/out/results-1m.json
+	$(PY) benchmarks/run_mysql_bench.py --events 250000 --no-pylib --merge-factor 1 --master 'local[1]' \
+		--out benchmarks/out/results-1m-local1.json
+	$(PY) benchmarks/run_oracle_bench.py --rows 20000 --txns 100000
+	$(PY) benchmarks/run_oracle_bench.py --rows 20000 --txns 300000
 
 bench-oracle: setup
 	$(PY) benchmarks/run_oracle_bench.py

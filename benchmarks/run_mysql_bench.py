@@ -271,7 +271,7 @@ def bench_mining(args, db, pipeline) -> dict:
         log(f"python-mysql-replication decode from {win_file}:{win_pos}")
         lib_rows, lib_counts, lib_s = pylib_decode(db, win_file, win_pos)
         log(f"  {lib_rows} rows in {lib_s:.2f}s")
-    floor = split_floor(pipeline, win_file, win_pos, end_file, int(end_pos))
+    floor = split_floor(pipeline, win_file, win_pos, end_file, int(end_pos), db)
 
     log("mariadb-binlog --verbose --base64-output=DECODE-ROWS")
     mb_s, files = mysqlbinlog_decode(db, win_file, win_pos)
@@ -305,7 +305,34 @@ def bench_mining(args, db, pipeline) -> dict:
     }
 
 
-def split_floor(pipeline, file: str, pos: int, end_file: str, end_pos: int) -> dict:
+def dump_scaling(db: MariaDBServer, splits: list) -> dict:
+    """The scaling the split reader's decode can reach here: the server's binlog dump and a native client
+    (``mariadb-binlog --read-from-remote-server``, decoding rows) over the window's splits, first one client
+    for all of them, then two clients at once, each on half of them (both share the server and the cores,
+    as the reader's tasks do). ``dump_two_over_one_client``: the speed-up of two over one."""
+    import concurrent.futures
+
+    env = {**os.environ, "MYSQL_PWD": db.root_password}
+
+    def dump(group: list) -> None:
+        for s in group:
+            subprocess.run(["mariadb-binlog", "--read-from-remote-server", "--host=127.0.0.1", f"--port={db.port}",
+                            "--user=root", "--verbose", "--base64-output=DECODE-ROWS",
+                            f"--start-position={s.start.pos}", f"--stop-position={s.end.pos}", s.start.file],
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+
+    dump(splits)  # untimed: the binlog in the page cache for both figures
+    one, one_s = timed(lambda: dump(splits))
+    half = len(splits) // 2
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        _, two_s = timed(lambda: list(pool.map(dump, [splits[:half], splits[half:]])))
+    log(f"  binlog dump + mariadb-binlog over {len(splits)} splits: one client {one_s:.2f}s, two at once "
+        f"{two_s:.2f}s")
+    return {"dump_one_client_s": round(one_s, 3), "dump_two_clients_s": round(two_s, 3),
+            "dump_two_over_one_client": round(one_s / two_s, 3) if two_s else None}
+
+
+def split_floor(pipeline, file: str, pos: int, end_file: str, end_pos: int, db: MariaDBServer) -> dict:
     """The same binlog range read by the split reader alone: its changes counted, and written once to a Delta
     table (the floor's decode + append; its MERGE is section 3's 1x target)."""
     from cdclake.sources.mysql import splits
@@ -332,7 +359,8 @@ def split_floor(pipeline, file: str, pos: int, end_file: str, end_pos: int) -> d
     append_s = time.perf_counter() - t0
     log(f"  split reader: {len(plan.splits)} splits planned in {plan_s:.2f}s; count {n} in {count_s:.2f}s, "
         f"decode+append {append_s:.2f}s")
-    return {"floor_splits": len(plan.splits), "floor_plan_s": round(plan_s, 3),
+    scaling = dump_scaling(db, plan.splits) if len(plan.splits) > 1 else {}
+    return {**scaling, "floor_splits": len(plan.splits), "floor_plan_s": round(plan_s, 3),
             "floor_decode_count_s": round(count_s, 3), "floor_decode_rows_per_s": rate(n, count_s),
             "floor_decode_append_s": round(append_s, 3)}
 
@@ -464,6 +492,8 @@ mining: {{{args.mining}}}
     print_table("2b. MySQL floor: plan + split reader -> one Delta append + one MERGE (1x target)", [
         ("split reader count", f"{m['floor_decode_count_s']:.2f} s  {m['floor_decode_rows_per_s']:,.0f} rows/s "
                                f"({m['floor_splits']} splits)"),
+        ("binlog dump + mariadb-binlog, 2 clients / 1", f"{m.get('dump_two_over_one_client')} (what the split "
+                                                        "reader's decode can gain from a second core here)"),
         ("floor total", f"{floor_s:.2f} s"),
         ("ratio end-to-end / floor", f"{m['ratio_end_to_end_vs_floor']} (aim <= 1.5)"),
     ])
