@@ -137,12 +137,18 @@ class Assembly:
         """Transactions with changes that ended in this window: ``commit``/``rollback`` → how many."""
         return self._ended()[0]
 
-    def committed_by_table(self) -> dict[str, tuple[int, int, bool]]:
-        """Per table, the changes of the transactions that committed in this window: rows, truncates, and
-        whether an after image may be partial; counted before partial rollbacks, LOB pieces and the tables'
-        floors apply (exact when :attr:`exact` and the window has neither pieces nor a floor at or above its
-        first commit)."""
-        return self._ended()[1]
+    def committed_by_table(self, written: DataFrame) -> dict[str, tuple[int, int, bool]]:
+        """Per table, the committed changes ``written`` (the window's bronze rows): rows, truncates, and whether
+        an after image may be partial. Counted with the ended transactions (no job of its own) unless a partial
+        rollback, a row that did not decode, a LOB piece or a table's floor inside the window can drop rows
+        between the two; then ``written`` is counted."""
+        if self.exact and self.stats["counted_with_ends"]:
+            return self._ended()[1]
+        from pyspark.sql import functions as F
+
+        return {r.source_table: (int(r.n), int(r.t), bool(r.partial)) for r in written.groupBy("source_table").agg(
+            F.count(F.lit(1)).alias("n"), F.count_if(F.col("op") == "t").alias("t"),
+            F.max(self.stats["partial_after"]).alias("partial")).collect()}
 
     def _ended(self) -> tuple[dict[str, int], dict[str, tuple[int, int, bool]]]:
         if "ended_rows" not in self.stats:  # one job: transactions are distinct per kind, rows per table
@@ -291,6 +297,9 @@ class InflightBuffer:
             F.count_if(change & (F.col("op") == "t")).alias("truncates"),
             F.max(change & F.coalesce(partial_after, F.lit(False))).alias("partial"),
             F.grouping_id().alias("level"))
+        # Those counts are the bronze rows' unless something drops committed changes in between.
+        floor_inside = window.first_commit is not None and any(int(o) >= window.first_commit for o in floors.values())
+        counted_with_ends = not (window.pieces or pending_counts.pieces or floor_inside)
         # One row per transaction still open, or with buffered rows: how it ends here (null: open).
         if spanning is not None:
             tagged = tagged.join(spanning, "txid", "left").where("end_kind IS NULL OR __spans")
@@ -340,7 +349,8 @@ class InflightBuffer:
             else rows.limit(0)
         return Assembly(committed, survivors, new_inflight, ended_rows, errors, window, pending_counts,
                         {"open_after": open_after, "abandoned": abandoned, "late_commits": late,
-                         "any_abandoned_before": any_abandoned, "ended_stats": ended_stats}, [*cached, summary])
+                         "any_abandoned_before": any_abandoned, "ended_stats": ended_stats,
+                         "partial_after": partial_after, "counted_with_ends": counted_with_ends}, [*cached, summary])
 
     def record(self, window_id: int, assembly: Assembly) -> dict[str, int]:
         """Append the window's open changes and the transactions to record (each idempotent per window): those

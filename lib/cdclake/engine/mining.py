@@ -381,7 +381,6 @@ class WindowMiner:
     # ---- log rows, assembled in Spark with the in-flight buffer ------------------------------------
 
     def frame(self, mined: MinedWindow) -> Position:
-        from pyspark.sql import functions as F
 
         ctx, wid, report, spark, staging = self.ctx, self.wid, self.report, self.spark, self.staging
         # Decoding runs once, into a staged file that later steps read back (each only the columns it needs);
@@ -433,20 +432,9 @@ class WindowMiner:
         report.phase("inflight")
         crash_point("inflight")
 
-        # Per table: committed changes, truncates, and whether an after image may list unavailable columns. The
-        # in-flight step counted them with the ended transactions; they are counted again on the survivors
-        # only when partial rollbacks, LOB pieces or a table's floor inside the window can drop some.
-        floor_inside = counts.first_commit is not None and any(f >= counts.first_commit for f in self.floors.values())
-        if assembly.exact and not (counts.pieces or assembly.pending.pieces or floor_inside):
-            by_table = [(t, *v) for t, v in assembly.committed_by_table().items()]
-        else:
-            may_partial = counts.partial or assembly.pending.partial
-            partial = (F.col("op").isin("c", "u", "r") & ctx.targets.may_be_partial(F.col("after"))) \
-                if may_partial else F.lit(False)
-            by_table = [tuple(r) for r in survivors.groupBy("source_table").agg(
-                F.count(F.lit(1)).alias("n"), F.count_if(F.col("op") == "t").alias("t"),
-                F.max(partial).alias("partial")).collect()]
-        rows_by_table = {t: int(n) for t, n, _, _ in by_table if n}
+        # Per table: committed changes, truncates, and whether an after image may list unavailable columns.
+        by_table = assembly.committed_by_table(survivors)
+        rows_by_table = {t: n for t, (n, _, _) in by_table.items() if n}
         open_summary = assembly.open_after()
         abandoned: list[dict[str, Any]] = []
         if ended.get(ABANDONED):
@@ -461,7 +449,7 @@ class WindowMiner:
         for txid in late:
             log.warning("window %s: transaction %s committed after it was abandoned: its changes are lost", wid, txid)
         marker = _frame_marker(mined, rows_by_table, ended, abandoned, late, open_summary,
-                               sum(int(t) for _, _, t, _ in by_table), any(bool(p) for _, _, _, p in by_table))
+                               sum(t for _, t, _ in by_table.values()), any(p for _, _, p in by_table.values()))
         ctx.bronze.commit(wid, committed if rows_by_table else None, mined.end, marker, self.bronze_app)
         self.marker = marker
         report.phase("bronze")

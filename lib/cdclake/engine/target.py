@@ -638,14 +638,20 @@ class TargetTables:
         keys_a = " AND ".join(f"a.{quote(k)} <=> b.{quote(k)}" for k in key_columns)
         names = schema.column_names
 
-        def guarded(kind: str) -> str:
-            return f"CASE WHEN `__bad` THEN raise_error('{UNDECODABLE_MARK}') ELSE '{kind}' END"
+        late_typing = not partial and not self.keep_history
 
         def action(image: str, kind: str, sub: int) -> str:
-            """One action of a change as a struct: the row as ``image`` holds it, typed, with its metadata."""
-            fields = [(c.name, self.types.to_delta_sql(c, f"{image}.{quote(c.name)}")) for c in schema.columns]
+            """One action of a change as a struct: the row as ``image`` holds it, with its metadata. Typed, or
+            with ``late_typing`` only its key typed and the row kept canonical in ``__img``, typed once the
+            newest action per key is chosen (most changes are superseded in a large window)."""
+            if late_typing:
+                fields = [(k, self.types.to_delta_sql(schema.column(k), f"{image}.{quote(k)}")) for k in key_columns]
+                fields.append(("__img", _named_struct([(n, f"{image}.{quote(n)}") for n in names])))
+            else:
+                fields = [(c.name, self.types.to_delta_sql(c, f"{image}.{quote(c.name)}")) for c in schema.columns]
             fields += [(meta, col) for col, meta in _BRONZE_META_PAIRS]
-            fields += [("__action", guarded(kind)), ("__sub", str(sub))]
+            guarded = f"CASE WHEN `__bad` THEN raise_error('{UNDECODABLE_MARK}') ELSE '{kind}' END"
+            fields += [("__action", guarded), ("__sub", str(sub))]
             if partial:
                 missing = f"coalesce(a.`{UNAVAILABLE_KEY}`, array())" if image == "a" else "array()"
                 fields += [(f"__ua{i}", f"array_contains({missing}, '{sql_str(n)}')") for i, n in enumerate(names)]
@@ -654,26 +660,15 @@ class TargetTables:
                 fields += [("__moved", moved)] + [
                     (f"__old{j}", self.types.to_delta_sql(schema.column(k), "b." + quote(k)))
                     for j, k in enumerate(key_columns)]
-            return "named_struct(" + ", ".join(f"'{sql_str(name)}', {expr}" for name, expr in fields) + ")"
-
-        def untyped(image: str, kind: str, sub: int) -> str:
-            """The same action with only its key typed: the other columns stay in the canonical image, typed
-            once the newest action per key is chosen (most changes are superseded in a large window)."""
-            keys = [(k, self.types.to_delta_sql(schema.column(k), f"{image}.{quote(k)}")) for k in key_columns]
-            img = "named_struct(" + ", ".join(f"'{sql_str(n)}', {image}.{quote(n)}" for n in names) + ")"
-            fields = [*keys, ("__img", img), *[(meta, col) for col, meta in _BRONZE_META_PAIRS],
-                      ("__action", guarded(kind)), ("__sub", str(sub))]
-            return "named_struct(" + ", ".join(f"'{sql_str(name)}', {expr}" for name, expr in fields) + ")"
+            return _named_struct(fields)
 
         # One pass over the changes (each action a struct of the same type): an insert/update is its after
         # image, a delete its before image, and a primary-key update also deletes the old key, ordered just
         # before the new one.
-        late_typing = not partial and not self.keep_history
-        make = untyped if late_typing else action
         # (A CASE of arrays, not a filter with a lambda: higher-order functions are not compiled.)
-        upsert, delete = make("a", "u", 1), make("b", "d", 1)
+        upsert, delete, old_key = action("a", "u", 1), action("b", "d", 1), action("b", "d", 0)
         actions = ev.selectExpr(
-            f"inline(CASE WHEN op = 'u' AND b IS NOT NULL AND NOT ({keys_a}) THEN array({make('b', 'd', 0)}, {upsert}) "
+            f"inline(CASE WHEN op = 'u' AND b IS NOT NULL AND NOT ({keys_a}) THEN array({old_key}, {upsert}) "
             f"WHEN op IN ('c', 'u', 'r') THEN array({upsert}) WHEN op = 'd' THEN array({delete}) ELSE array() END)")
         if partial:
             actions = _carry_unavailable(actions, names, key_columns)
@@ -685,11 +680,8 @@ class TargetTables:
             F.col(META_SEQ).desc(), F.col("__sub").desc())
         latest = actions.withColumn("__rn", F.row_number().over(w)).where("__rn = 1").drop("__rn", "__sub")
         if late_typing:
-            latest = latest.selectExpr(
-                *[quote(k) for k in key_columns],
-                *[f"{self.types.to_delta_sql(c, '__img.' + quote(c.name))} AS {quote(c.name)}"
-                  for c in schema.columns if c.name not in key_columns],
-                *[quote(m) for m in _META], "`__action`")
+            latest = latest.selectExpr(*typed_select(self.types, schema, "__img"), *[quote(m) for m in _META],
+                                       "`__action`")
         view = f"cdclake_src_{abs(hash((path, version)))}"
         latest.createOrReplaceTempView(view)
 
@@ -942,6 +934,11 @@ def _surviving_copies(rows: DataFrame, names: list[str], cols: list[str]) -> Dat
     return (rows.withColumn("__keep", F.count(F.when(F.col("__n") == 0, 1)).over(per_row) + F.sum("__n").over(per_row))
             .where("__n >= 0").withColumn("__rank", F.row_number().over(newest))
             .where("__rank <= __keep").select(*[quote(c) for c in cols]))
+
+
+def _named_struct(fields: list[tuple[str, str]]) -> str:
+    """Spark SQL for a struct of ``(name, expression)`` fields."""
+    return "named_struct(" + ", ".join(f"'{sql_str(name)}', {expr}" for name, expr in fields) + ")"
 
 
 def _flags(names: list[str], partial: bool) -> list[str]:
