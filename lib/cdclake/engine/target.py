@@ -541,7 +541,7 @@ class TargetTables:
         """Keys that bronze change rows take away: deletes, and the old key of key-changing updates."""
         schema = self.columns.lake_schema(schema)
         moved = " OR ".join(f"NOT (a.{quote(k)} <=> b.{quote(k)})" for k in key_columns)
-        return self._parsed(events, schema, key_columns).where(
+        return self._parsed(events, schema, key_columns, before_keys_only=True).where(
             f"op = 'd' OR (op = 'u' AND b IS NOT NULL AND ({moved}))").selectExpr(
             *[f"b.{quote(k)} AS {quote(k)}" for k in key_columns])
 
@@ -568,7 +568,9 @@ class TargetTables:
         from pyspark import StorageLevel
 
         schema = self.columns.lake_schema(schema)
-        decoded = self._parsed(events, schema, key_columns)
+        # A hard delete and a key change take only the key from the before image: the rest is not decoded.
+        decoded = self._parsed(events, schema, key_columns,
+                               before_keys_only=bool(key_columns) and not self.soft and not self.keep_history)
         if not measure:
             # every use of an image of a bad row fails (a filter could be ordered after others that drop it)
             images = [f"CASE WHEN `__bad` THEN raise_error('{UNDECODABLE_MARK}') ELSE {i} END AS {i}" for i in "ba"]
@@ -581,15 +583,19 @@ class TargetTables:
         return ParsedChanges(frame, schema.qualified_name, int(stats.n), int(stats.bad or 0), bool(stats.partial),
                              frame, cached=True)
 
-    def _parsed(self, events: DataFrame, schema: TableSchema, key_columns: list[str]) -> DataFrame:
+    def _parsed(self, events: DataFrame, schema: TableSchema, key_columns: list[str],
+                before_keys_only: bool = False) -> DataFrame:
         """The images decoded (``b``, ``a``) with ``__bad`` (does not decode, or a null key) and
-        ``__partial`` (the after image lists unavailable columns)."""
+        ``__partial`` (the after image lists unavailable columns). ``before_keys_only``: ``b`` holds the key
+        columns only (so only they are checked)."""
         canon = _canonical_ddl(self.types, schema)
         omit = self.images_may_omit_columns
         canon_a = canon + (f", `{UNAVAILABLE_KEY}` ARRAY<STRING>" if omit else "")
+        canon_b = ", ".join(f"{quote(k)} {self.types.canonical_type(schema.column(k))}"
+                            for k in key_columns) if before_keys_only else canon
         parsed = events.selectExpr(
             "window_id", "source_table", "op", "seq", "position", "txid", "commit_ts", "before", "after",
-            f"from_json(before, '{sql_str(canon)}') AS b", f"from_json(after, '{sql_str(canon_a)}') AS a",
+            f"from_json(before, '{sql_str(canon_b)}') AS b", f"from_json(after, '{sql_str(canon_a)}') AS a",
         )
         broken = ["(after IS NOT NULL AND a IS NULL)", "(before IS NOT NULL AND b IS NULL)"]
         if schema.primary_key:  # a key that decodes to null cannot be merged
@@ -637,6 +643,12 @@ class TargetTables:
             "op", "seq", "position", "txid", "commit_ts", "window_id", "b", "a", "`__bad`")
         keys_a = " AND ".join(f"a.{quote(k)} <=> b.{quote(k)}" for k in key_columns)
         names = schema.column_names
+        before_fields = set(ev.schema["b"].dataType.names)  # parse_changes may have decoded only its key
+
+        def image_value(image: str, name: str) -> str:
+            if image == "b" and name not in before_fields:
+                return f"CAST(NULL AS {self.types.canonical_type(schema.column(name))})"
+            return f"{image}.{quote(name)}"
 
         late_typing = not partial and not self.keep_history
 
@@ -646,9 +658,9 @@ class TargetTables:
             newest action per key is chosen (most changes are superseded in a large window)."""
             if late_typing:
                 fields = [(k, self.types.to_delta_sql(schema.column(k), f"{image}.{quote(k)}")) for k in key_columns]
-                fields.append(("__img", _named_struct([(n, f"{image}.{quote(n)}") for n in names])))
+                fields.append(("__img", _named_struct([(n, image_value(image, n)) for n in names])))
             else:
-                fields = [(c.name, self.types.to_delta_sql(c, f"{image}.{quote(c.name)}")) for c in schema.columns]
+                fields = [(c.name, self.types.to_delta_sql(c, image_value(image, c.name))) for c in schema.columns]
             fields += [(meta, col) for col, meta in _BRONZE_META_PAIRS]
             guarded = f"CASE WHEN `__bad` THEN raise_error('{UNDECODABLE_MARK}') ELSE '{kind}' END"
             fields += [("__action", guarded), ("__sub", str(sub))]
