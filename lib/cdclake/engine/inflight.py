@@ -23,6 +23,7 @@ are idempotent per window (Delta ``txnAppId``/``txnVersion``), and pending is re
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
@@ -161,8 +162,16 @@ class Assembly:
 
     def open_after(self) -> Any:
         """Transactions open after this window, not abandoned: ``n``, ``oldest`` first ordinal, and ``carried``
-        (those with rows in this window: their rows go to the buffer). One small job, once."""
+        (those with rows in this window: their rows go to the buffer). At most one small job, once: none when no
+        transaction was buffered and the job that counts the ended ones saw no row of an open one."""
         if "open_after_row" not in self.stats:
+            if not self.stats["spanning"]:
+                self._ended()  # its job observes the rows of transactions with no end here
+                if not self.stats["open_rows"].get["rows"]:
+                    from pyspark.sql import Row
+
+                    self.stats["open_after_row"] = Row(n=0, oldest=None, carried=0, abandoned=0, ended=0)
+                    return self.stats["open_after_row"]
             self.stats["open_after_row"] = self.stats["open_after"].first()
         return self.stats["open_after_row"]
 
@@ -203,7 +212,7 @@ class InflightBuffer:
         ``rows`` observed of them (measured here when not given); ``may_be_partial``: the test of an after
         image's JSON that may list unavailable columns (buffered rows are counted with it)."""
         from pyspark import StorageLevel
-        from pyspark.sql import Window
+        from pyspark.sql import Observation, Window
         from pyspark.sql import functions as F
 
         k = int(window_id)
@@ -289,9 +298,13 @@ class InflightBuffer:
         # (no per-transaction record; the images are read only when one may be partial).
         tagged = changes.join(ends, "txid", "left")
         change = F.col("kind") == KIND_CHANGE
+        # The same job sees whether any row belongs to a transaction still open: without buffered transactions,
+        # none means nothing is open after this window, and the job that summarises open ones is not needed.
+        open_rows = Observation(f"cdclake_open_{k}_{uuid.uuid4().hex}")
         partial_after = F.col("op").isin("c", "u", "r") & partial if partial is not None and (
             window.partial or pending_counts.partial) else F.lit(False)
-        ended_stats = tagged.where("end_kind IS NOT NULL").groupingSets(
+        ended_stats = tagged.observe(open_rows, F.count_if(F.col("end_kind").isNull()).alias("rows")).where(
+            "end_kind IS NOT NULL").groupingSets(
             [["end_kind", "source_table"], ["end_kind"]], "end_kind", "source_table").agg(
             F.count_distinct("txid").alias("n"), F.count_if(change).alias("rows"),
             F.count_if(change & (F.col("op") == "t")).alias("truncates"),
@@ -350,6 +363,7 @@ class InflightBuffer:
         return Assembly(committed, survivors, new_inflight, ended_rows, errors, window, pending_counts,
                         {"open_after": open_after, "abandoned": abandoned, "late_commits": late,
                          "any_abandoned_before": any_abandoned, "ended_stats": ended_stats,
+                         "open_rows": open_rows, "spanning": spanning is not None,
                          "partial_after": partial_after, "counted_with_ends": counted_with_ends}, [*cached, summary])
 
     def record(self, window_id: int, assembly: Assembly) -> dict[str, int]:
