@@ -398,8 +398,7 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
     // ---- one split --------------------------------------------------------------------------------------
 
     static final UTF8String CHANGE = UTF8String.fromString("change"), QUERY = UTF8String.fromString("query"),
-            MISMATCH = UTF8String.fromString("mismatch"), SPLIT = UTF8String.fromString("split"),
-            UNCONVERTED = UTF8String.fromString("unconverted");
+            MISMATCH = UTF8String.fromString("mismatch"), SPLIT = UTF8String.fromString("split");
     static final UTF8String C = UTF8String.fromString("c"), U = UTF8String.fromString("u"), D = UTF8String.fromString("d");
     static final Pattern TXN_CONTROL = Pattern.compile(
             "^\\s*(BEGIN|COMMIT|ROLLBACK|XA\\s|SAVEPOINT|ROLLBACK\\s+TO|RELEASE\\s+SAVEPOINT)", Pattern.CASE_INSENSITIVE);
@@ -442,16 +441,12 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
         long lastNext = -1, rows, transactions, rolledBack;
         final Map<String, Long> rowsByTable = new TreeMap<>();
 
-        // What this pass emits (mode: changes | controls | all). "all": both, but a split's changes only up to its
-        // first statement, misfit or value that does not convert (then its controls alone: the driver judges).
-        final boolean controls, all;
-        boolean changes;
+        final boolean changes, controls;  // what this pass emits (mode: changes | controls | all)
 
         Reader(Factory f, Split s) {
             this.f = f; this.s = s;
-            all = "all".equals(f.mode);
-            controls = all || "controls".equals(f.mode);
-            changes = !controls || all;
+            controls = "controls".equals(f.mode);
+            changes = !controls;
             fileSeq = Long.parseLong(s.file.substring(s.file.lastIndexOf('.') + 1));
             JsonNode tables = json(f.tables);
             for (Iterator<Map.Entry<String, JsonNode>> it = tables.fields(); it.hasNext(); ) {
@@ -550,14 +545,7 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
             try {
                 handle(ev);
             } catch (RuntimeException e) {  // e.g. a value that does not fit the schema history: the task fails
-                EventHeaderV4 h = ev.getHeader();
-                if (all && changes) {  // maybe a statement in an earlier split explains it: reported, read on without images
-                    changes = false;
-                    control(UNCONVERTED, null, h, h.getNextPosition(), String.valueOf(e));
-                    onEvent(ev);
-                    return;
-                }
-                fail("at " + s.file + ":" + h.getPosition() + ": " + e);
+                fail("at " + s.file + ":" + ((EventHeaderV4) ev.getHeader()).getPosition() + ": " + e);
             }
         }
 
@@ -619,30 +607,21 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
                 case WRITE_ROWS: case EXT_WRITE_ROWS: {
                     WriteRowsEventData d = ev.getData();
                     TableSpec spec = rowsOf(d.getTableId(), h, next);
-                    if (spec == null) break;
-                    ArrayList<Pending> ps = new ArrayList<>();
-                    for (Serializable[] r : d.getRows()) ps.add(new Pending(spec, C, null, changes ? image(spec, r) : null));
-                    tx.addAll(ps);
+                    if (spec != null) for (Serializable[] r : d.getRows()) tx.add(new Pending(spec, C, null, changes ? image(spec, r) : null));
                     break;
                 }
                 case UPDATE_ROWS: case EXT_UPDATE_ROWS: {
                     UpdateRowsEventData d = ev.getData();
                     TableSpec spec = rowsOf(d.getTableId(), h, next);
-                    if (spec == null) break;
-                    ArrayList<Pending> ps = new ArrayList<>();
-                    for (Map.Entry<Serializable[], Serializable[]> r : d.getRows())
-                        ps.add(changes ? new Pending(spec, U, image(spec, r.getKey()), image(spec, r.getValue()))
+                    if (spec != null) for (Map.Entry<Serializable[], Serializable[]> r : d.getRows())
+                        tx.add(changes ? new Pending(spec, U, image(spec, r.getKey()), image(spec, r.getValue()))
                                 : new Pending(spec, U, null, null));
-                    tx.addAll(ps);
                     break;
                 }
                 case DELETE_ROWS: case EXT_DELETE_ROWS: {
                     DeleteRowsEventData d = ev.getData();
                     TableSpec spec = rowsOf(d.getTableId(), h, next);
-                    if (spec == null) break;
-                    ArrayList<Pending> ps = new ArrayList<>();
-                    for (Serializable[] r : d.getRows()) ps.add(new Pending(spec, D, changes ? image(spec, r) : null, null));
-                    tx.addAll(ps);
+                    if (spec != null) for (Serializable[] r : d.getRows()) tx.add(new Pending(spec, D, changes ? image(spec, r) : null, null));
                     break;
                 }
                 case XID: commit(next, h.getTimestamp()); break;
@@ -694,7 +673,6 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
                     .append(",\"gtid_before\":");
             string(raw, before);
             raw.append(",\"in_group\":").append(grouped).append('}');
-            if (all) changes = false;
             if (controls) out.add(new GenericInternalRow(new Object[]{QUERY, null, null, seq(ordinal(next), 0),
                     UTF8String.fromString(s.file + ":" + next), txid == null ? null : UTF8String.fromString(txid),
                     h.getTimestamp() * 1000L, null, q.getDatabase() == null ? null : UTF8String.fromString(q.getDatabase()),
@@ -706,15 +684,13 @@ public final class BinlogSplits implements TableProvider, DataSourceRegister {
             if (!controls) {  // the changes pass reads only up to the first statement or misfit: none is expected
                 throw new IllegalStateException(kind + " at " + s.file + ":" + next + ": " + detail);
             }
-            if (all) changes = false;
             StringBuilder raw = new StringBuilder("{\"group_start\":").append(groupStart < 0 ? h.getPosition() : groupStart)
                     .append(",\"gtid_before\":");
             string(raw, gtidText());
             raw.append(",\"detail\":");
             string(raw, detail);
             raw.append('}');
-            out.add(new GenericInternalRow(new Object[]{kind, table == null ? null : UTF8String.fromString(table), null,
-                    seq(ordinal(next), 0),
+            out.add(new GenericInternalRow(new Object[]{kind, UTF8String.fromString(table), null, seq(ordinal(next), 0),
                     UTF8String.fromString(s.file + ":" + next), txid == null ? null : UTF8String.fromString(txid),
                     h.getTimestamp() * 1000L, null, null, null, UTF8String.fromString(raw.toString())}));
         }

@@ -42,6 +42,7 @@ from cdclake.spi import (
     Rollback,
     RowChange,
     SnapshotStart,
+    SplitPlan,
     WindowEnd,
     WindowRequest,
     WindowSink,
@@ -300,36 +301,26 @@ class MySqlSource(RecordSource):
         plan = planned.plan
         log.info("window %s: %d bytes of binlog in %d splits decoded by Spark tasks", request.window_id,
                  plan.total_bytes, len(plan.splits))
-        from pyspark import StorageLevel
+        closing = self._close(spark, plan, request)  # pass 1: what ends the window, and its counts
+        if closing.end is None:
+            log.info("window %s: %s starts the window: the driver decodes that transaction", request.window_id,
+                     closing.reason)
+            return super().mine_window(spark, _first_transaction(request), sink)
+        if closing.cut:
+            log.info("window %s ends at %s, before %s", request.window_id, closing.end.describe(), closing.reason)
+            plan = splits.until(plan, closing.end)
+            closing = self._close(spark, plan, request)  # the counts up to the cut (no image is built)
+            assert closing.end is not None and closing.stats is not None
+        # Pass 2: the committed changes, decoded by the tasks straight into the bronze commit.
+        rows = splits.read(spark, plan, "changes").drop("kind", "raw")
+        end, stats = closing.end, closing.stats
+        return self._split_job(lambda: sink.committed(CommittedWindow(end, rows, stats)))
 
-        # One pass decodes the splits: changes, and what may end the window. Kept by Spark until the commit.
-        decoded = splits.read(spark, plan, "all").persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            controls = self._controls(decoded)
-            closing = splits.close(self, plan, request, [r for r in controls if r.kind != splits.UNCONVERTED])
-            if closing.end is None:
-                log.info("window %s: %s starts the window: the driver decodes that transaction", request.window_id,
-                         closing.reason)
-                return super().mine_window(spark, _first_transaction(request), sink)
-            rows, cut = decoded.where(f"kind = '{splits.CHANGE}'"), closing.cut
-            if cut:
-                log.info("window %s ends at %s, before %s", request.window_id, closing.end.describe(), closing.reason)
-                plan = splits.until(plan, closing.end)
-                closing = splits.close(self, plan, request, self._controls(splits.read(spark, plan, "controls")))
-                assert closing.end is not None and closing.stats is not None
-            if cut or any(r.kind != splits.SPLIT for r in controls):
-                # a split stopped decoding changes at its first statement, misfit or value that did not convert:
-                # a second pass decodes the changes (up to the cut), and fails on a value that still does not convert
-                rows = splits.read(spark, plan, "changes")
-            end, stats, changes = closing.end, closing.stats, rows.drop("kind", "raw")
-            return self._split_job(lambda: sink.committed(CommittedWindow(end, changes, stats)))
-        finally:
-            decoded.unpersist()
-
-    def _controls(self, decoded: DataFrame) -> list[Any]:
-        """The control rows of a pass over splits (statements, misfits, values that did not convert, summaries)."""
-        return self._split_job(lambda: decoded.where(f"kind <> '{splits.CHANGE}'").select(
+    def _close(self, spark: SparkSession, plan: SplitPlan, request: WindowRequest) -> splits.Closing:
+        """Pass 1 over ``plan``'s splits (statements, misfits, counts: no image is built), judged."""
+        controls = self._split_job(lambda: splits.read(spark, plan, "controls").where("kind <> 'change'").select(
             "kind", "source_table", "seq", "position", "before", "after", "raw").collect())
+        return splits.close(self, plan, request, controls)
 
     def _split_job(self, job: Callable[[], _T]) -> _T:
         """Run a Spark job over splits; a task's failure (the JVM's trace) becomes which split failed and why."""

@@ -57,9 +57,6 @@ _UNSIGNED = {"tinyint": "uint8", "smallint": "uint16", "mediumint": "uint24", "i
 # Python codec names the JVM reader knows by the same name (others: the driver path decodes the table)
 _JAVA_CHARSETS = {"utf-8": "UTF-8", "cp1252": "windows-1252", "latin-1": "ISO-8859-1", "iso8859-1": "ISO-8859-1",
                   "ascii": "US-ASCII", "utf-16-be": "UTF-16BE", "utf-16": "UTF-16", "utf-32-be": "UTF-32BE"}
-# the reader's row kinds: a committed change; control rows: a statement, a table map that does not fit the schema
-# history, a value that did not convert (pass "all": its split decodes no further changes), a split's summary
-CHANGE, QUERY, MISMATCH, UNCONVERTED, SPLIT = "change", "query", "mismatch", "unconverted", "split"
 _CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "XA ", "SAVEPOINT", "RELEASE SAVEPOINT")
 
 
@@ -289,9 +286,8 @@ def split_failure(exc: BaseException) -> str | None:
 
 def read(spark: SparkSession, split_plan: SplitPlan, mode: str) -> DataFrame:
     """The splits decoded by Spark tasks (:data:`SPLIT_ROWS_DDL`): ``controls`` (statements, misfits,
-    one summary per split: no image is built), ``changes`` (committed changes only; a misfit or a value
-    that does not convert fails the task) or ``all`` (both; a split's changes end at its first statement,
-    misfit or value that does not convert, reported as an ``unconverted`` row instead of failing)."""
+    one summary per split: no image is built) or ``changes`` (committed changes only; anything that
+    would be a control row fails the task)."""
     options = {**split_plan.options, "splits": json.dumps([dict(s.detail) for s in split_plan.splits]), "mode": mode}
     return spark.read.format(split_plan.reader).options(**options).load()
 
@@ -339,16 +335,16 @@ def close(source: MySqlSource, split_plan: SplitPlan, request: WindowRequest, co
     """The window's end from the tasks' control rows (``kind`` query/mismatch/split), in log order."""
     start = request.start
     assert isinstance(start, BinlogPosition)
-    summaries = sorted((json.loads(r.raw) for r in controls if r.kind == SPLIT), key=lambda s: s["index"])
+    summaries = sorted((json.loads(r.raw) for r in controls if r.kind == "split"), key=lambda s: s["index"])
     if len(summaries) != len(split_plan.splits):
         raise RuntimeError(f"{len(summaries)} of {len(split_plan.splits)} binlog splits reported their end")
-    for row in sorted((r for r in controls if r.kind != SPLIT), key=lambda r: r.seq):
+    for row in sorted((r for r in controls if r.kind != "split"), key=lambda r: r.seq):
         raw = json.loads(row.raw)
-        if row.kind == QUERY and not _matters(source, row.after, row.before, request.schemas):
+        if row.kind == "query" and not _matters(source, row.after, row.before, request.schemas):
             continue
         file = row.position.rsplit(":", 1)[0]
         group = BinlogPosition(file, int(raw["group_start"]), raw["gtid_before"] or None)
-        what = f"a statement at {row.position}" if row.kind == QUERY else \
+        what = f"a statement at {row.position}" if row.kind == "query" else \
             f"rows of {row.source_table} at {row.position} that do not fit its schema"
         if group.ordinal <= start.ordinal:
             return Closing(None, reason=what)
@@ -366,7 +362,5 @@ def close(source: MySqlSource, split_plan: SplitPlan, request: WindowRequest, co
     return Closing(end, stats=stats)
 
 
-__all__ = [
-    "CHANGE", "MISMATCH", "OFFSET_SPAN", "QUERY", "READER", "SPLIT", "UNCONVERTED", "SPLIT_ROWS_DDL", "Closing",
-    "NotSplittable", "Planned", "close", "column_kind", "plan", "read", "split_failure", "table_specs", "until"
-]
+__all__ = ["OFFSET_SPAN", "READER", "SPLIT_ROWS_DDL", "Closing", "NotSplittable", "Planned", "close", "column_kind",
+           "plan", "read", "split_failure", "table_specs", "until"]
