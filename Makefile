@@ -26,7 +26,7 @@ lint: setup
 	.venv/bin/lint-imports --no-logo
 
 # Every issue-17 figure: small runs, MySQL windows of 100k and 1M changes (1M on one core too), the Oracle
-# window of 640k and 1.9M LogMiner rows; each against its floor in the same run (~40 min on 2 cores).
+# window of 640k and 1.9M LogMiner rows; each against its floor in the same run (~45 min on 2 cores).
 bench: setup
 	$(PY) benchmarks/run_small_runs.py
 	$(PY) benchmarks/run_mysql_bench.py

@@ -502,6 +502,12 @@ mining: {{parallel_min_bytes: 1048576{", " + args.mining if args.mining else ""}
     floor_s = m["floor_plan_s"] + m["floor_decode_append_s"] + g["targets"][0]["merge_s"]
     m["floor_s"] = round(floor_s, 3)
     m["ratio_end_to_end_vs_floor"] = round(m["mine_report_duration_s"] / floor_s, 3)
+    # With --merge-factor 1 both targets are alike: the floor with the faster of its two MERGEs as well
+    # (the first MERGE after the window's was up to 2x slower than the second in the same process).
+    same = [t["merge_s"] for t in g["targets"] if t["target_rows"] == g["targets"][0]["target_rows"]]
+    best_s = m["floor_plan_s"] + m["floor_decode_append_s"] + min(same)
+    m["floor_best_merge_s"] = round(best_s, 3)
+    m["ratio_end_to_end_vs_floor_best_merge"] = round(m["mine_report_duration_s"] / best_s, 3)
     print_table("2b. MySQL floor: plan + split reader -> one Delta append + one MERGE (1x target)", [
         ("split reader count", f"{m['floor_decode_count_s']:.2f} s  {m['floor_decode_rows_per_s']:,.0f} rows/s "
                                f"({m['floor_splits']} splits)"),
@@ -509,6 +515,8 @@ mining: {{parallel_min_bytes: 1048576{", " + args.mining if args.mining else ""}
                                                         "reader's decode can gain from a second core here)"),
         ("floor total", f"{floor_s:.2f} s"),
         ("ratio end-to-end / floor", f"{m['ratio_end_to_end_vs_floor']} (aim <= 1.5)"),
+        ("... with the floor's faster MERGE", f"{m['floor_best_merge_s']:.2f} s: "
+                                              f"{m['ratio_end_to_end_vs_floor_best_merge']}"),
     ])
     print_table(f"3. MERGE of the same {g['bronze_rows']} bronze rows", [
         *[(f"target {t['target_rows']:,} rows", f"{t['merge_s']:.2f} s") for t in g["targets"]],
