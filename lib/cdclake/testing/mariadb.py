@@ -175,6 +175,12 @@ class MariaDBServer:
         return self._path("data")
 
     @property
+    def tmpdir(self) -> Path:
+        """The server's own temporary files (not the shared /tmp: two servers bootstrapping at once there
+        have failed on each other's temporary tables)."""
+        return self._path("tmp")
+
+    @property
     def socket(self) -> Path:
         return self._path("mysqld.sock")
 
@@ -231,10 +237,12 @@ class MariaDBServer:
         return self
 
     def _install(self, install_db: str) -> None:
+        self.tmpdir.mkdir(parents=True, exist_ok=True)
         cmd = [
             install_db,
             "--no-defaults",
             f"--datadir={self.datadir}",
+            f"--tmpdir={self.tmpdir}",
             "--auth-root-authentication-method=normal",
             "--skip-test-db",
             "--skip-name-resolve",
@@ -254,6 +262,7 @@ class MariaDBServer:
         args = [
             "--no-defaults",
             f"--datadir={self.datadir}",
+            f"--tmpdir={self.tmpdir}",
             f"--socket={self.socket}",
             f"--pid-file={self.pid_file}",
             f"--log-error={self.error_log}",
