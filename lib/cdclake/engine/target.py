@@ -68,8 +68,8 @@ _BRONZE_META_PAIRS = [("op", META_OP), ("seq", META_SEQ), ("position", META_POSI
 _BRONZE_TO_META = [f"{col} AS `{meta}`" for col, meta in _BRONZE_META_PAIRS]
 
 
-def _canonical_ddl(types: TypeMapper, schema: TableSchema) -> str:
-    return ", ".join(f"{quote(c.name)} {types.canonical_type(c)}" for c in schema.columns)
+def _canonical_ddl(types: TypeMapper, columns: list[Column]) -> str:
+    return ", ".join(f"{quote(c.name)} {types.canonical_type(c)}" for c in columns)
 
 
 def typed_select(types: TypeMapper, schema: TableSchema, struct: str | None = None) -> list[str]:
@@ -588,11 +588,10 @@ class TargetTables:
         """The images decoded (``b``, ``a``) with ``__bad`` (does not decode, or a null key) and
         ``__partial`` (the after image lists unavailable columns). ``before_keys_only``: ``b`` holds the key
         columns only (so only they are checked)."""
-        canon = _canonical_ddl(self.types, schema)
+        canon = _canonical_ddl(self.types, schema.columns)
         omit = self.images_may_omit_columns
         canon_a = canon + (f", `{UNAVAILABLE_KEY}` ARRAY<STRING>" if omit else "")
-        canon_b = ", ".join(f"{quote(k)} {self.types.canonical_type(schema.column(k))}"
-                            for k in key_columns) if before_keys_only else canon
+        canon_b = _canonical_ddl(self.types, [schema.column(k) for k in key_columns]) if before_keys_only else canon
         parsed = events.selectExpr(
             "window_id", "source_table", "op", "seq", "position", "txid", "commit_ts", "before", "after",
             f"from_json(before, '{sql_str(canon_b)}') AS b", f"from_json(after, '{sql_str(canon_a)}') AS a",
