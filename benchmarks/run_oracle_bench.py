@@ -15,8 +15,8 @@
    and one MERGE of the newest image per key, typed, into a copy of the snapshot's target (same table
    properties: change data feed on), setting the same columns cdclake's MERGE sets (values and the
    change's op, sequence, commit position, transaction and commit time). No in-flight buffer,
-   transactions table, statistics or control tables. ``end to end / floor`` is the ratio the issue's aim
-   (<= 1.5) is about.
+   transactions table, statistics or control tables. It runs once before step 2 and once after it, and the
+   faster run counts. ``end to end / floor`` is the ratio the issue's aim (<= 1.5) is about.
 
 Usage: ``.venv/bin/python benchmarks/run_oracle_bench.py [--rows N] [--txns T]`` (``make bench-oracle``).
 """
@@ -61,7 +61,9 @@ def row(rng: random.Random, i: int) -> dict:
             "SKU": f"SKU-{rng.randint(1, 99999)}", "RATIO": rng.randint(1, 10**6) / 1000}
 
 
-WARMUP_TXNS = 10_000
+# ~190k LogMiner rows: with 10,000 transactions (64k rows) the window's staging pass still ran up to 2.3 s slower
+# the first time than the second (the JIT had not reached cdclake's query shapes, which are more than the floor's).
+WARMUP_TXNS = 30_000
 
 
 def generate(db: SimulatedOracle, rng: random.Random, rows: int, txns: int, changes: int, next_id: int) -> int:
@@ -177,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
     snapshot_scn = db.current_scn
     log(f"snapshot {args.rows} rows: {snap_s:.1f}s")
 
-    # A small window through both the pipeline and the floor first: both measured windows then run warm (JIT,
+    # A warm-up window through both the pipeline and the floor first: both measured windows then run warm (JIT,
     # class loading, first Delta operations), so neither gains from running after the other.
     next_id = generate(db, rng, args.rows, WARMUP_TXNS, args.changes, args.rows)
     log(f"warm-up window of {WARMUP_TXNS} transactions")
@@ -195,6 +197,11 @@ def main(argv: list[str] | None = None) -> None:
     log(f"{len(redo)} LogMiner rows ({len(dml)} DML)")
 
     window_hi = db.current_scn
+    # The floor runs before and after the window, and the faster run counts: the first large job in a process
+    # pays up to ~40 % more (the small warm-up does not take the JIT to this size's hot loops), and with one floor
+    # run after the window, only cdclake paid it.
+    floor_before = oracle_floor(spark, pipeline, first_scn, window_hi, lake / "floor-before", target_version)
+    log(f"floor before the window: {sum(floor_before.values()):.1f}s {floor_before}")
     t = time.time()
     report = pipeline.mine()
     mine_s = time.time() - t
@@ -206,9 +213,10 @@ def main(argv: list[str] | None = None) -> None:
         parse_redo(sql)
     parse_s = time.time() - t
 
-    floor = oracle_floor(spark, pipeline, first_scn, window_hi, lake / "floor", target_version)
+    floor_after = oracle_floor(spark, pipeline, first_scn, window_hi, lake / "floor", target_version)
+    log(f"floor after the window: {sum(floor_after.values()):.1f}s {floor_after}")
+    floor = min(floor_before, floor_after, key=lambda steps: sum(steps.values()))
     floor_s = sum(floor.values())
-    log(f"floor: {floor_s:.1f}s {floor}")
 
     results = {
         "date": dt.date.today().isoformat(), "machine": f"{platform.machine()}, {platform.python_version()}",
@@ -217,6 +225,7 @@ def main(argv: list[str] | None = None) -> None:
         "logminer_rows_per_s": round(len(redo) / mine_s), "changes_per_s": round(report.events / mine_s),
         "parse_only_rows_per_s_1core": round(len(dml) / parse_s), "batches": marker.get("mining_batches"),
         "phases_s": report.phases, "floor_steps_s": floor, "floor_s": round(floor_s, 2),
+        "floor_runs_s": [round(sum(f.values()), 2) for f in (floor_before, floor_after)],
         "floor_rows_per_s": round(len(redo) / floor_s), "end_to_end_over_floor": round(mine_s / floor_s, 2),
         "floor_without_fetch_s": round(floor_s - floor["fetch"], 2),
     }

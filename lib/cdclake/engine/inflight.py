@@ -271,7 +271,10 @@ class InflightBuffer:
         if assemble_pieces is not None and (window.pieces or pending_counts.pieces):
             survivors = assemble_pieces(survivors)
         survivors = survivors.where(f"kind = '{KIND_CHANGE}'")
-        floor_rows = [(t, Decimal(int(o))) for t, o in floors.items()]
+        # Every committed row ends at or after the window's first commit: a floor below it drops nothing.
+        first_commit = window.first_commit
+        floor_rows = [(t, Decimal(int(o))) for t, o in floors.items()
+                      if first_commit is None or int(o) >= int(first_commit)]
         if floor_rows:
             floors_df = local_frame(self.spark, floor_rows, "source_table STRING, floor DECIMAL(38,0)")
             survivors = survivors.join(F.broadcast(floors_df), "source_table", "left").where(
@@ -311,7 +314,7 @@ class InflightBuffer:
             F.max(change & F.coalesce(partial_after, F.lit(False))).alias("partial"),
             F.grouping_id().alias("level"))
         # Those counts are the bronze rows' unless something drops committed changes in between.
-        floor_inside = window.first_commit is not None and any(int(o) >= window.first_commit for o in floors.values())
+        floor_inside = first_commit is not None and bool(floor_rows)
         counted_with_ends = not (window.pieces or pending_counts.pieces or floor_inside)
         # One row per transaction still open, or with buffered rows: how it ends here (null: open).
         if spanning is not None:
