@@ -44,7 +44,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "lib"))
 
 from cdclake.config import load_config_text  # noqa: E402
-from cdclake.engine.events import META_POSITION, META_SEQ  # noqa: E402
+from cdclake.engine.events import BRONZE_COLUMNS, META_POSITION, META_SEQ  # noqa: E402
 from cdclake.engine.history import registry_before  # noqa: E402
 from cdclake.engine.lake import read_delta  # noqa: E402
 from cdclake.engine.pipeline import Pipeline  # noqa: E402
@@ -350,9 +350,10 @@ def dump_scaling(db: MariaDBServer, splits: list) -> dict:
 
 
 def split_floor(pipeline, file: str, pos: int, end_file: str, end_pos: int, db: MariaDBServer | None,
-                out_name: str = "_floor_append") -> dict:
-    """The same binlog range read by the split reader alone: its changes counted, and written once to a Delta
-    table ``out_name`` under the lake root (the floor's decode + append; its MERGE is section 3's 1x target).
+                out: str | None = None) -> dict:
+    """The same binlog range read by the split reader alone: its changes counted, and written once to the Delta
+    table ``out`` (default: ``_floor_append`` under the lake root; the floor's decode + append, whose MERGE is
+    section 3's 1x target).
     With ``db``, also how the server's binlog dump scales with two clients."""
     from cdclake.sources.mysql import splits
     from cdclake.sources.mysql.position import BinlogPosition
@@ -372,7 +373,7 @@ def split_floor(pipeline, file: str, pos: int, end_file: str, end_pos: int, db: 
     t0 = time.perf_counter()
     n = splits.read(spark, plan, "changes").count()
     count_s = time.perf_counter() - t0
-    out = str(Path(pipeline.layout.root) / out_name)
+    out = out or str(Path(pipeline.layout.root) / "_floor_append")
     t0 = time.perf_counter()
     splits.read(spark, plan, "changes").write.format("delta").mode("append").save(out)
     append_s = time.perf_counter() - t0
@@ -413,14 +414,12 @@ def floor_before_window(args, pipeline, work: Path, file: str, pos: int, end_fil
     """The floor once before the window (plan, split reader + append, MERGE of what it appended into a 1x target):
     the window then is not the first large decode and MERGE of the process, which ran up to 2x slower than the
     second (as the Oracle bench found too). The faster floor, before or after, counts."""
-    spark = pipeline.spark
     log("floor before the window: plan + split reader -> append, then MERGE into a 1x target")
-    part = split_floor(pipeline, file, pos, end_file, end_pos, None, out_name="_floor_append_before")
-    schema = {e.table: e.schema for e in pipeline.control.history() if e.schema is not None}[TABLE]
-    events = read_delta(spark, str(Path(pipeline.layout.root) / "_floor_append_before")).where(
-        f"source_table = '{TABLE}' AND op IN ('c', 'u', 'd')").selectExpr(
-        "CAST(0 AS BIGINT) AS window_id", "source_table", "op", "seq", "position", "txid", "commit_ts",
-        "schema_version", "before", "after")
+    appended = str(Path(pipeline.layout.root) / "_floor_append_before")
+    part = split_floor(pipeline, file, pos, end_file, end_pos, None, out=appended)
+    schema = pipeline.control.latest_entries()[TABLE].schema
+    events = read_delta(pipeline.spark, appended).where(f"source_table = '{TABLE}' AND op IN ('c', 'u', 'd')") \
+        .selectExpr("CAST(0 AS BIGINT) AS window_id", "*").select(*BRONZE_COLUMNS)
     merged = merge_into_synthetic(pipeline, schema, events, args.merge_rows or args.table_size,
                                   str(work / "merge_target_before"))
     total = part["floor_plan_s"] + part["floor_decode_append_s"] + merged["merge_s"]
