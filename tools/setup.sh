@@ -30,7 +30,7 @@ uv_install .venv/bin/python -e '.[test,quality,sources]'  # quality: Great Expec
 # Delta's jars and each registered source's (python -m cdclake.jars lists them), fetched while Airflow
 # installs (one Maven at a time: they share the local repository).
 mkdir -p .cache/jars
-.venv/bin/python -m cdclake.jars > .cache/jars.txt
+.venv/bin/python -m cdclake.jars --testing > .cache/jars.txt  # --testing: the Db2 emulator's JDBC driver
 fetch_jars() {
   while read -r coord; do
     case "$coord" in ''|'#'*) continue ;; esac

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -79,3 +80,7 @@ class PipelineContext:
 
     def position(self, data: dict[str, Any]) -> Position:
         return self.source.position_from_dict(data)
+
+    def tell_positions(self, states: Mapping[str, Any]) -> None:
+        """Tell the source where the lake's tables stand (``states``: table -> its ``TableState``)."""
+        self.source.lake_positions({t: self.position(s.position) for t, s in states.items() if s.position})

@@ -130,6 +130,7 @@ def nothing_to_mine(ctx: PipelineContext, snapshot_missing: bool = False) -> Run
             or any("reread_seq" in s.detail for s in streaming):
         return None
     ctx.source.preflight()
+    ctx.tell_positions(states)
     if snapshot_missing and any(states.get(t) is None or states[t].status != TABLE_STREAMING
                                 for t in ctx.source.captured_tables()):
         return None
@@ -156,6 +157,7 @@ def mine(ctx: PipelineContext, report: RunReport, max_events: int | None,
     quality.check_config()
     all_states = ctx.control.table_states()
     states = live_states(all_states, ctx.name)
+    ctx.tell_positions(all_states)
     window = ctx.control.last_window()
     if window_open(window):
         report.resumed = True

@@ -54,6 +54,7 @@ def snapshot(ctx: PipelineContext, report: RunReport, tables_regex: str | None, 
         return  # every selected table is streaming already
     if force and any(t in states and states[t].status == TABLE_STREAMING for t in todo):
         _cancel_unwritten_window(ctx, report.run_id)
+    ctx.tell_positions(states)
     start = source.snapshot_start(todo)
     try:
         _snapshot_tables(ctx, report, start, todo, states, quality)

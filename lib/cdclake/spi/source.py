@@ -240,6 +240,11 @@ class Source(abc.ABC):
         """Make :meth:`snapshot_read` read at ``position`` (from an earlier :meth:`snapshot_start`,
         e.g. when a killed backfill is resumed in a new process)."""
 
+    def lake_positions(self, positions: Mapping[str, Position]) -> None:  # noqa: B027 - optional hook
+        """Where the lake's tables stand (table -> position), told before the engine asks for
+        :meth:`current_position`, :meth:`snapshot_start` or a window. A source whose ordinals count
+        commits on from positions it has handed out (Db2's commit clock) keeps them; others ignore it."""
+
     @abc.abstractmethod
     def current_position(self) -> Position:
         """The end of the log now (where a run that starts now stops)."""

@@ -64,6 +64,7 @@ def read_start(ctx: PipelineContext, table: str, then: str) -> tuple[TableSchema
     """A read position of the source for ``table`` and its schema there, checked to be the lake's:
     rows re-read with another schema than the lake's would not fit (a DDL mining has not applied yet)."""
     entry = ctx.control.latest_entries().get(table)
+    ctx.tell_positions(ctx.control.table_states())
     start = ctx.source.snapshot_start([table])
     current = start.schemas[table]
     if entry is None or entry.schema is None or [(c.name, c.spark_type) for c in entry.schema.columns] != [

@@ -1,0 +1,63 @@
+"""The ``source:`` block of a Db2 pipeline file (names follow Debezium's where one exists)."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator
+
+from cdclake.spi.config import SourceConfigBase, StrictModel
+
+_SCHEMA = re.compile(r"[A-Za-z_][A-Za-z0-9_@#$]{0,127}")
+
+
+class Db2SnapshotOptions(StrictModel):
+    partitions: int = Field(4, ge=1, description="parallel JDBC reads (key ranges) per table")
+    fetch_size: int = Field(10_000, ge=1)
+    min_rows_per_partition: int = Field(50_000, ge=1, description="small tables are read in one query")
+    isolation: Literal["ur", "cs", "rs", "rr"] = Field(
+        "cs", description="isolation of the snapshot's reads (JCC defaultIsolationLevel): ur, cs (default), rs, rr")
+    lock_mode: Literal["none", "share"] = Field(
+        "none", description="share: LOCK TABLE ... IN SHARE MODE while a table is read (writers wait; the read "
+        "then matches one moment); none: no lock, changes during the read are applied again by mining")
+
+
+class Db2MiningOptions(StrictModel):
+    max_rows_per_read: int = Field(
+        2_000_000, ge=1, description="CD rows one Spark task reads at most: a table's window is split by commit "
+        "sequence into reads of about this many rows (per the table's count in the window)")
+    max_reads_per_table: int = Field(64, ge=1)
+
+
+class Db2SourceConfig(SourceConfigBase):
+    """A Db2 LUW database whose tables ASN Capture (SQL Replication) writes into change-data tables."""
+
+    type: Literal["db2"]
+    host: str
+    port: int = 50000
+    database: str
+    user: str
+    password: SecretStr
+    control_schema: str = Field("ASNCDC", description="schema of the Capture control tables (ASNCDC, or ASN)")
+    connect_timeout: int = Field(10, ge=1)
+    jdbc_url: str | None = Field(None, description="JDBC URL for Spark's reads (default jdbc:db2://host:port/database)")
+    jdbc_driver: str = "com.ibm.db2.jcc.DB2Driver"
+    jdbc_options: dict[str, str] = Field(default_factory=dict, description="more options of Spark's JDBC reads")
+    snapshot: Db2SnapshotOptions = Field(default_factory=Db2SnapshotOptions)
+    mining: Db2MiningOptions = Field(default_factory=Db2MiningOptions)
+
+    @field_validator("control_schema")
+    @classmethod
+    def _plain_schema(cls, value: str) -> str:
+        if not _SCHEMA.fullmatch(value):
+            raise ValueError(f"control_schema {value!r} is not an ordinary Db2 identifier")
+        return value.upper()
+
+    def dsn(self) -> str:
+        """The CLI connection string (without credentials)."""
+        return (f"DATABASE={self.database};HOSTNAME={self.host};PORT={self.port};PROTOCOL=TCPIP;"
+                f"CONNECTTIMEOUT={self.connect_timeout};")
+
+    def spark_jdbc_url(self) -> str:
+        return self.jdbc_url or f"jdbc:db2://{self.host}:{self.port}/{self.database}"

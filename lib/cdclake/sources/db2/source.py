@@ -1,0 +1,306 @@
+"""The Db2 source: ASN Capture's change-data tables, read by Spark in parallel, window by window.
+
+The driver connection (``ibm_db_dbi``) only plans: it reads the register, the catalog and Capture's
+synchpoint, and counts. Rows travel from Db2 to bronze through Spark's JDBC reads (:mod:`.reads`).
+
+A window is ``(start, hi]`` in commit sequences, ``hi`` Capture's synchpoint when the run began: Capture
+writes a transaction's CD rows, its UOW row and the synchpoint past it in one commit cycle, so every
+transaction at or below ``hi`` is complete in the CD tables, and every window ends between transactions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from cdclake.errors import CdcError, PositionLostError, PreflightError
+from cdclake.schema import TableSchema
+from cdclake.sources.db2 import catalog
+from cdclake.sources.db2 import queries as Q
+from cdclake.sources.db2.config import Db2SourceConfig
+from cdclake.sources.db2.position import CommitSeqPosition, clock_after, seq_hex, show
+from cdclake.sources.db2.reads import (
+    TableRead,
+    assemble,
+    cd_rows,
+    explain_missing_uow,
+    jdbc_properties,
+    numbered,
+    uow_rows,
+)
+from cdclake.sources.db2.types import NOT_CAPTURED, Db2TypeMapper, quote_identifier
+from cdclake.spi.config import SourceContext
+from cdclake.spi.jdbc import read_jdbc
+from cdclake.spi.position import Position
+from cdclake.spi.source import CommittedWindow, SnapshotStart, Source, WindowRequest, WindowSink
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+_EMPTY_STATS = {"events": 0, "transactions": 0, "rolled_back": 0, "rows_by_table": {}, "truncates": 0,
+                "partial": False}
+
+
+def _driver_connect(config: Db2SourceConfig) -> Any:
+    import ibm_db_dbi
+
+    return ibm_db_dbi.connect(config.dsn(), config.user, config.password.get_secret_value())
+
+
+def schema_ddl(schema: TableSchema) -> str:
+    """The CREATE TABLE text a schema-history entry shows for ``schema`` (from the catalog, not the server)."""
+    cols = ", ".join(f"{quote_identifier(c.name)} {c.source_type}{'' if c.nullable else ' NOT NULL'}"
+                     for c in schema.columns)
+    key = f", PRIMARY KEY ({', '.join(quote_identifier(k) for k in schema.primary_key)})" if schema.primary_key else ""
+    return f"CREATE TABLE {quote_identifier(schema.database)}.{quote_identifier(schema.table)} ({cols}{key})"
+
+
+class Db2Source(Source):
+    connector = "db2"
+
+    def __init__(self, config: Db2SourceConfig, context: SourceContext,
+                 connect: Callable[[], Any] | None = None) -> None:
+        self.config = config
+        self.context = context
+        self.types = Db2TypeMapper()
+        self.cs = config.control_schema
+        self._connect = connect or (lambda: _driver_connect(config))
+        self._conn: Any = None
+        self._anchors: list[CommitSeqPosition] = []
+        self._snapshot: CommitSeqPosition | None = None
+
+    # ---- connection ---------------------------------------------------------------------------------
+
+    def conn(self) -> Any:
+        if self._conn is None:
+            try:
+                self._conn = self._connect()
+            except Exception as exc:
+                raise PreflightError(f"cannot connect to Db2 {self.config.host}:{self.config.port}/"
+                                     f"{self.config.database}: {exc}",
+                                     "check source.host, port, database, user and password, and that the server "
+                                     "accepts TCP/IP connections") from None
+        return self._conn
+
+    def _fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        conn = self.conn()
+        try:
+            return catalog.fetch(conn, sql, params)
+        finally:
+            conn.rollback()  # no read transaction stays open: it would block REMOVETABLE's DROP
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            finally:
+                self._conn = None
+
+    # ---- tables -------------------------------------------------------------------------------------------
+
+    def _registrations(self) -> dict[str, catalog.Registration]:
+        try:
+            return catalog.registrations(self.conn(), self.cs)
+        except Exception as exc:
+            if "SQL0204N" in str(exc):
+                raise PreflightError(f"{self.cs}.IBMSNAP_REGISTER does not exist: SQL Replication's Capture control "
+                                     f"tables are not in schema {self.cs}",
+                                     "create them (asncdctables.sql, docs/db2.md) or set source.control_schema to "
+                                     "the schema that has them (e.g. ASN)") from None
+            raise
+        finally:
+            self.conn().rollback()
+
+    def captured_tables(self) -> list[str]:
+        return sorted(t for t in self._registrations() if self.config.captures(t))
+
+    def preflight(self) -> None:
+        regs = self._registrations()
+        hwm = self._high_water_mark(required=False)
+        if hwm is None:
+            raise PreflightError(f"Capture has not recorded a synchpoint in {self.cs}.IBMSNAP_REGISTER: it has never "
+                                 "run, or not yet finished a commit cycle",
+                                 f"start it: VALUES {self.cs}.ASNCDCSERVICES('start','asncdc') (or asncap "
+                                 f"capture_schema={self.cs}), and check its status")
+        for table in sorted(t for t in regs if self.config.captures(t)):
+            reg = regs[table]
+            if reg.state != "A":
+                raise PreflightError(
+                    f"the registration of {table} is not active (STATE '{reg.state}'"
+                    + (f", {reg.state_info}" if reg.state_info else "") + "): Capture does not capture it",
+                    f"UPDATE {self.cs}.IBMSNAP_REGISTER SET STATE = 'A' WHERE SOURCE_OWNER = '{reg.source_owner}' "
+                    f"AND SOURCE_TABLE = '{reg.source_table}', then VALUES {self.cs}.ASNCDCSERVICES('reinit',"
+                    "'asncdc'); changes made while it was inactive are lost: 'cdclake snapshot --force --tables "
+                    f"{table}' afterwards")
+            for column in catalog.columns(self.conn(), reg.source_owner, reg.source_table):
+                if column.attrs.get("base") in NOT_CAPTURED:
+                    raise PreflightError(
+                        f"{table}.{column.name} is {column.source_type}: SQL Replication does not capture tables with "
+                        "BOOLEAN columns", f"exclude {table} (source.exclude_tables) or change the column's type")
+        self.conn().rollback()
+
+    def _high_water_mark(self, required: bool = True) -> str | None:
+        rows = self._fetch(Q.HIGH_WATER_MARK.format(cs=self.cs))
+        hwm = None if not rows or rows[0][0] is None else seq_hex(bytes(rows[0][0]))
+        if hwm is None and required:
+            raise CdcError(f"Capture has no synchpoint in {self.cs}.IBMSNAP_REGISTER (it has not run)",
+                           f"start Capture: VALUES {self.cs}.ASNCDCSERVICES('start','asncdc')")
+        return hwm
+
+    # ---- positions ------------------------------------------------------------------------------------------
+
+    def lake_positions(self, positions: Mapping[str, Position]) -> None:
+        self._anchors = [p for p in positions.values() if isinstance(p, CommitSeqPosition)]
+
+    def _uow_count(self, lo: str, hi: str) -> int:
+        rows = self._fetch(Q.UOW_COUNT.format(cs=self.cs), (bytes.fromhex(lo), bytes.fromhex(hi)))
+        return int(rows[0][0] or 0)
+
+    def _position_at(self, commitseq: str, anchors: list[CommitSeqPosition] | None = None) -> CommitSeqPosition:
+        return CommitSeqPosition(commitseq, clock_after(self._anchors if anchors is None else anchors, commitseq,
+                                                        self._uow_count))
+
+    def current_position(self) -> CommitSeqPosition:
+        return self._position_at(self._high_water_mark() or "0" * 32)
+
+    def position_from_dict(self, data: Mapping[str, Any]) -> CommitSeqPosition:
+        return CommitSeqPosition.from_dict(data)
+
+    def check_available(self, start: Position) -> None:
+        assert isinstance(start, CommitSeqPosition)
+        rows = self._fetch(Q.RESTART.format(cs=self.cs))
+        if rows and rows[0][4] is not None and seq_hex(bytes(rows[0][4])) > start.commitseq:
+            first = seq_hex(bytes(rows[0][4]))
+            raise PositionLostError(
+                f"Capture started (cold) at {show(first)}, after the lake's position {start.describe()}: the changes "
+                f"committed in between were never captured",
+                "re-snapshot the tables: cdclake snapshot --force")
+
+    # ---- snapshot -------------------------------------------------------------------------------------------
+
+    def snapshot_start(self, tables: list[str]) -> SnapshotStart:
+        regs = self._registrations()
+        position = self._position_at(self._high_water_mark() or "0" * 32)
+        schemas = {}
+        for table in tables:
+            reg = regs.get(table)
+            if reg is None:
+                raise CdcError(f"{table} is not registered for capture in {self.cs}.IBMSNAP_REGISTER",
+                               f"CALL {self.cs}.ADDTABLE('<schema>', '<table>') and VALUES "
+                               f"{self.cs}.ASNCDCSERVICES('reinit','asncdc')")
+            schemas[table] = catalog.table_schema(self.conn(), reg)
+        self.conn().rollback()
+        self._snapshot = position
+        return SnapshotStart(position, schemas, {t: schema_ddl(s) for t, s in schemas.items()})
+
+    def prepare_snapshot_read(self, position: Position) -> None:
+        assert isinstance(position, CommitSeqPosition)
+        self._snapshot = position
+
+    def snapshot_read(self, spark: SparkSession, schema: TableSchema, where: str | None = None) -> DataFrame:
+        types = self.types
+        cols = ", ".join(f"{types.read_sql(c)} AS {quote_identifier(c.name)}" for c in schema.columns)
+        table = f"{quote_identifier(schema.database)}.{quote_identifier(schema.table)}"
+        sql = Q.TABLE_READ.format(columns=cols, table=table, where=f" WHERE {where}" if where else "")
+        custom = ", ".join(f"`{c.name}` {types.read_type(c)}" for c in schema.columns)
+        props = jdbc_properties(self.config, custom)
+        props["fetchsize"] = str(self.config.snapshot.fetch_size)
+        bounds = self._partition_bounds(schema, table, where)
+        if bounds is None:
+            frame = read_jdbc(spark, self.config.spark_jdbc_url(), sql, props)
+        else:
+            key, low, high, parts = bounds
+            frame = read_jdbc(spark, self.config.spark_jdbc_url(), sql, props, column=key, lower_bound=low,
+                              upper_bound=high + 1, num_partitions=parts)
+        return frame.selectExpr(*[f"CAST({types.canonical_sql(c, f'`{c.name}`')} AS {types.canonical_type(c)}) "
+                                  f"AS `{c.name}`" for c in schema.columns])
+
+    def _partition_bounds(self, schema: TableSchema, table: str, where: str | None) -> tuple[str, int, int, int] | None:
+        if len(schema.primary_key) != 1:
+            return None
+        key = schema.column(schema.primary_key[0])
+        if key.attrs.get("base") not in ("SMALLINT", "INTEGER", "BIGINT"):
+            return None
+        sql = Q.KEY_RANGE.format(key=quote_identifier(key.name), table=table)
+        if where:
+            return None  # a filtered read (reconcile, backfill) is small: one query
+        low, high, count = self._fetch(sql)[0]
+        per = self.config.snapshot.min_rows_per_partition
+        parts = min(self.config.snapshot.partitions, max(1, int(count or 0) // per))
+        if low is None or parts < 2:
+            return None
+        return key.name, int(low), int(high), parts
+
+    # ---- mining ----------------------------------------------------------------------------------------------
+
+    def mine_window(self, spark: SparkSession, request: WindowRequest, sink: WindowSink) -> Position:
+        start = request.start
+        assert isinstance(start, CommitSeqPosition)
+        limit = request.end_limit
+        hwm = self._high_water_mark()
+        assert hwm is not None
+        hi = min(hwm, limit.commitseq) if isinstance(limit, CommitSeqPosition) else hwm
+        if hi <= start.commitseq:
+            return sink.committed(CommittedWindow(start, None, dict(_EMPTY_STATS)))
+        self.check_available(start)
+        anchors = [start] + [a for a in self._anchors if start.commitseq <= a.commitseq <= hi]
+        end = self._position_at(hi, anchors)
+        regs = self._registrations()
+        reads = []
+        for table, schema in sorted(request.schemas.items()):
+            if not self.config.captures(table):
+                continue
+            reg = regs.get(table)
+            if reg is None:
+                raise CdcError(f"{table} is no longer registered for capture ({self.cs}.IBMSNAP_REGISTER): its "
+                               "changes after the lake's position cannot be read",
+                               f"register it again (CALL {self.cs}.ADDTABLE) and re-snapshot it: cdclake snapshot "
+                               f"--force --tables {table}; or exclude it (source.exclude_tables)")
+            current = catalog.table_schema(self.conn(), reg)
+            if [(c.name, c.source_type) for c in current.columns] != [(c.name, c.source_type)
+                                                                       for c in schema.columns]:
+                raise CdcError(f"the CD table {reg.cd_owner}.{reg.cd_table} of {table} no longer has the columns of "
+                               "the schema history", "schema changes of Db2 tables are not supported yet")
+            count = int(self._fetch(Q.CD_COUNT.format(cd=reg.cd_sql), (bytes.fromhex(start.commitseq),
+                                                                        bytes.fromhex(hi)))[0][0] or 0)
+            floor = request.floors.get(table)
+            reads.append(TableRead(table, reg, schema, request.versions.get(table, 0), count,
+                                   floor if floor is not None and floor > start.clock else None))
+        if not any(r.rows for r in reads):
+            return sink.committed(CommittedWindow(end, None, dict(_EMPTY_STATS)))
+        frames = [cd_rows(spark, self.config, self.types, r, start.commitseq, hi) for r in reads if r.rows]
+        changes = frames[0]
+        for more in frames[1:]:
+            changes = changes.unionByName(more)
+        uow = numbered(uow_rows(spark, self.config, start.commitseq, hi), anchors)
+        floors = {r.table: r.floor for r in reads if r.floor is not None}
+        rows = assemble(changes, uow, floors)
+        return self._commit_rows(sink, end, rows)
+
+    def _commit_rows(self, sink: WindowSink, end: CommitSeqPosition, rows: DataFrame) -> Position:
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        kept = rows.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            try:
+                counts = kept.groupBy("source_table").agg(F.count(F.lit(1)).alias("n")).collect()
+                txns = kept.select("txid").distinct().count() if counts else 0
+            except Exception as exc:
+                known = explain_missing_uow(exc, self.cs)
+                if known is not None:
+                    raise known from None
+                raise
+            by_table = {r.source_table: int(r.n) for r in counts}
+            stats = {**_EMPTY_STATS, "events": sum(by_table.values()), "transactions": txns,
+                     "rows_by_table": by_table}
+            return sink.committed(CommittedWindow(end, kept if stats["events"] else None, stats))
+        finally:
+            kept.unpersist()
+
+
+def source_for(config: Db2SourceConfig, context: SourceContext) -> Db2Source:
+    return Db2Source(config, context)

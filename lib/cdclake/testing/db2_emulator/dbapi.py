@@ -1,0 +1,208 @@
+"""An ``ibm_db_dbi``-shaped connection to the emulated Db2, answering exactly the statements of
+:mod:`cdclake.sources.db2.queries` (matched on whitespace-normalised text, ``{...}`` parts by pattern).
+Anything else raises :class:`UnknownStatementError`, naming the statement. Values come back as
+``ibm_db_dbi`` returns them: ``int``, ``Decimal`` for DECIMAL, ``str`` for DECFLOAT and text, ``bytes``
+for binary strings, ``datetime``/``date``/``time`` for temporal columns.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+from typing import Any
+
+from cdclake.sources.db2 import queries as Q
+from cdclake.testing.db2_emulator.values import EPOCH, EmulatorError, date_from_hybrid_days
+
+
+class Error(Exception):
+    """``ibm_db_dbi.Error``: ``str()`` is ``ibm_db_dbi::<Class>: <CLI message>``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"ibm_db_dbi::{type(self).__name__}: {self.message}"
+
+
+class ProgrammingError(Error):
+    pass
+
+
+class OperationalError(Error):
+    pass
+
+
+class UnknownStatementError(AssertionError):
+    """The source sent a statement the emulator does not answer (not in ``cdclake.sources.db2.queries``)."""
+
+
+def _error(exc: EmulatorError) -> Error:
+    return (OperationalError if exc.sqlstate.startswith("08") else ProgrammingError)(str(exc))
+
+
+def normalise(sql: str) -> str:
+    return re.sub(r"\s+", " ", sql).strip()
+
+
+def _pattern(template: str) -> re.Pattern[str]:
+    """``template``'s text as a pattern: each ``{name}`` matches any text (a name repeated, the same text)."""
+    seen: set[str] = set()
+
+    def group(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name in seen:
+            return f"(?P={name})"
+        seen.add(name)
+        return f"(?P<{name}>.+?)"
+
+    text = re.sub(r"\\\{(\w+)\\\}", group, re.escape(normalise(template)))
+    return re.compile(f"^{text}$", re.S)
+
+
+def db2_text_time(text: str | None) -> dt.datetime | None:
+    if text is None:
+        return None
+    date, clock, frac = text[:10], text[11:19].replace(".", ":"), text[20:]
+    micro = int((frac + "000000")[:6]) if frac else 0
+    return dt.datetime.fromisoformat(f"{date}T{clock}").replace(microsecond=micro)
+
+
+class Cursor:
+    arraysize = 1000
+
+    def __init__(self, conn: EmulatedConnection) -> None:
+        self.conn = conn
+        self.rows: list[tuple[Any, ...]] = []
+        self.description: list[tuple[Any, ...]] | None = None
+        self.rowcount = -1
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> bool:
+        self.conn.check()
+        text = normalise(sql)
+        db = self.conn.db
+        db.session_statements.append(text)
+        for pattern, handler in self.conn.handlers:
+            m = pattern.match(text)
+            if m:
+                try:
+                    rows = handler(m.groupdict(), tuple(params or ()))
+                except EmulatorError as exc:
+                    raise _error(exc) from None
+                self.rows = list(rows)
+                self.rowcount = len(self.rows)
+                width = len(self.rows[0]) if self.rows else 0
+                self.description = [(f"C{i}", None, None, None, None, None, True) for i in range(width)]
+                return True
+        raise UnknownStatementError(f"the emulated Db2 does not answer this statement: {text}")
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self.rows.pop(0) if self.rows else None
+
+    def fetchmany(self, size: int | None = None) -> list[tuple[Any, ...]]:
+        n = size or self.arraysize
+        out, self.rows = self.rows[:n], self.rows[n:]
+        return out
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        out, self.rows = self.rows, []
+        return out
+
+    def close(self) -> None:
+        self.rows = []
+
+
+class EmulatedConnection:
+    """What ``ibm_db_dbi.connect`` returns, on the emulated database."""
+
+    def __init__(self, db: Any) -> None:  # an EmulatedDb2
+        self.db = db
+        self.closed = False
+        cs = db.control_schema
+        direct = self._direct
+        self.handlers: list[tuple[re.Pattern[str], Callable[[dict[str, str], tuple[Any, ...]], list[tuple[Any, ...]]]]]
+        self.handlers = [
+            (_pattern(Q.SERVER), lambda g, p: [(db.database, db.now())]),
+            (_pattern(Q.REGISTRATIONS.format(cs=cs)), direct(Q.REGISTRATIONS.format(cs=cs))),
+            (_pattern(Q.HIGH_WATER_MARK.format(cs=cs)), direct(Q.HIGH_WATER_MARK.format(cs=cs))),
+            (_pattern(Q.GLOBAL_RECORD.format(cs=cs)), direct(Q.GLOBAL_RECORD.format(cs=cs), times=(1,))),
+            (_pattern(Q.CAPTURE_PARAMETERS.format(cs=cs)), direct(Q.CAPTURE_PARAMETERS.format(cs=cs))),
+            (_pattern(Q.RESTART.format(cs=cs)), direct(Q.RESTART.format(cs=cs), times=(1, 3))),
+            (_pattern(Q.MONITOR.format(cs=cs)), direct(Q.MONITOR.format(cs=cs).replace(
+                "FETCH FIRST 1 ROWS ONLY", "LIMIT 1"), times=(0, 1, 2, 3))),
+            (_pattern(Q.TABLE), self._table),
+            (_pattern(Q.COLUMNS), self._columns),
+            (_pattern(Q.UOW_COUNT.format(cs=cs)), direct(Q.UOW_COUNT.format(cs=cs))),
+            (_pattern(Q.UOW_OLDEST.format(cs=cs)), direct(Q.UOW_OLDEST.format(cs=cs))),
+            (_pattern(Q.CD_COUNT), lambda g, p: direct(Q.CD_COUNT.format(cd=g["cd"]))(g, p)),
+            (_pattern(Q.CD_OLDEST), lambda g, p: direct(Q.CD_OLDEST.format(cd=g["cd"]))(g, p)),
+            (_pattern(Q.LOCK_SHARE), lambda g, p: []),
+            (_pattern(Q.KEY_RANGE), self._key_range),
+        ]
+
+    def check(self) -> None:
+        if self.closed:
+            raise ProgrammingError("[IBM][CLI Driver] CLI0106E  Connection is closed. SQLSTATE=08003")
+
+    def _direct(self, sql: str, times: tuple[int, ...] = ()) -> Callable[[dict[str, str], tuple[Any, ...]],
+                                                                            list[tuple[Any, ...]]]:
+        def run(groups: dict[str, str], params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+            try:
+                rows = self.db.select(sql, tuple(bytes(p) if isinstance(p, (bytearray, memoryview)) else p
+                                                  for p in params))
+            except Exception as exc:
+                if "no such table" in str(exc):
+                    name = str(exc).rsplit(":", 1)[-1].strip()
+                    raise EmulatorError(-204, "42704", f'"{name}" is an undefined name.') from None
+                raise
+            return [tuple(db2_text_time(v) if i in times else v for i, v in enumerate(r)) for r in rows]
+        return run
+
+    def _table(self, groups: dict[str, str], params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        t = self.db.tables.get((params[0], params[1]))
+        return [] if t is None else [(t.schema, t.name, "T", t.created, t.altered)]
+
+    def _columns(self, groups: dict[str, str], params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        t = self.db.tables.get((params[0], params[1]))
+        if t is None:
+            return []
+        out = []
+        for i, (name, ctype, nullable) in enumerate(t.columns):
+            keyseq = t.primary_key.index(name) + 1 if name in t.primary_key else None
+            out.append((name, i, ctype.typename, ctype.length, ctype.scale, "Y" if nullable else "N",
+                        ctype.codepage, None, keyseq))
+        return out
+
+    def _key_range(self, groups: dict[str, str], params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        lo, hi, n = self.db.select(Q.KEY_RANGE.format(key=groups["key"], table=groups["table"]))[0]
+        return [(lo, hi, n)]
+
+    # DB-API
+    def cursor(self) -> Cursor:
+        self.check()
+        return Cursor(self)
+
+    def commit(self) -> None:
+        self.check()
+
+    def rollback(self) -> None:
+        self.check()
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def to_python(value: Any, typename: str) -> Any:
+    """A stored value as ``ibm_db_dbi`` returns the column type (for tests reading source rows)."""
+    if value is None:
+        return None
+    if typename == "DECIMAL":
+        return Decimal(value)
+    if typename == "DATE":
+        return date_from_hybrid_days(value // 86_400_000)
+    if typename == "TIME":
+        return (EPOCH + dt.timedelta(milliseconds=value)).time()
+    return value
