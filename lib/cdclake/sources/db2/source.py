@@ -109,7 +109,8 @@ class Db2Source(Source):
                 raise PreflightError(f"{self.cs}.IBMSNAP_REGISTER does not exist: SQL Replication's Capture control "
                                      f"tables are not in schema {self.cs}",
                                      "create them (asncdctables.sql, docs/db2.md) or set source.control_schema to "
-                                     "the schema that has them (e.g. ASN)") from None
+                                     "the schema that has them (ASNCDC in Debezium's set-up, ASN in a classic "
+                                     "one)") from None
             raise
         finally:
             self.conn().rollback()

@@ -444,6 +444,8 @@ class CaptureAgent:
                 if end > self.read_to:
                     self.synchpoint = db.log[end - 1].lsn
                     self.read_to = end
+                elif self.synchpoint is None:  # at its first start Capture takes the log's end as its synchpoint
+                    self.synchpoint = self.first_seq = db.next_lsn()
                 now = db.now()
                 if self.synchpoint is not None:
                     synchtime = db2_timestamp_text(now, 6)

@@ -124,19 +124,32 @@ class EmulatedConnection:
         cs = db.control_schema
         direct = self._direct
         self.handlers: list[tuple[re.Pattern[str], Callable[[dict[str, str], tuple[Any, ...]], list[tuple[Any, ...]]]]]
+        def control(name: str, times: tuple[int, ...] = (), sqlite: str | None = None) -> tuple[Any, Any]:
+            """A statement on the control schema: another schema than the emulated one has no such tables."""
+            template = getattr(Q, name)
+            run = direct(sqlite or template.format(cs=cs), times)
+
+            def handler(groups: dict[str, str], params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+                if groups["cs"] != cs:
+                    table = re.search(r"\{cs\}\.(\w+)", template)
+                    raise EmulatorError(-204, "42704", f'"{groups["cs"]}.{table.group(1) if table else ""}" is an '
+                                                       "undefined name.")
+                return run(groups, params)
+            return _pattern(template), handler
+
         self.handlers = [
             (_pattern(Q.SERVER), lambda g, p: [(db.database, db.now())]),
-            (_pattern(Q.REGISTRATIONS.format(cs=cs)), direct(Q.REGISTRATIONS.format(cs=cs))),
-            (_pattern(Q.HIGH_WATER_MARK.format(cs=cs)), direct(Q.HIGH_WATER_MARK.format(cs=cs))),
-            (_pattern(Q.GLOBAL_RECORD.format(cs=cs)), direct(Q.GLOBAL_RECORD.format(cs=cs), times=(1,))),
-            (_pattern(Q.CAPTURE_PARAMETERS.format(cs=cs)), direct(Q.CAPTURE_PARAMETERS.format(cs=cs))),
-            (_pattern(Q.RESTART.format(cs=cs)), direct(Q.RESTART.format(cs=cs), times=(1, 3))),
-            (_pattern(Q.MONITOR.format(cs=cs)), direct(Q.MONITOR.format(cs=cs).replace(
-                "FETCH FIRST 1 ROWS ONLY", "LIMIT 1"), times=(0, 1, 2, 3))),
+            control("REGISTRATIONS"),
+            control("HIGH_WATER_MARK"),
+            control("GLOBAL_RECORD", times=(1,)),
+            control("CAPTURE_PARAMETERS"),
+            control("RESTART", times=(1, 3)),
+            control("MONITOR", times=(0, 1, 2, 3),
+                    sqlite=Q.MONITOR.format(cs=cs).replace("FETCH FIRST 1 ROWS ONLY", "LIMIT 1")),
             (_pattern(Q.TABLE), self._table),
             (_pattern(Q.COLUMNS), self._columns),
-            (_pattern(Q.UOW_COUNT.format(cs=cs)), direct(Q.UOW_COUNT.format(cs=cs))),
-            (_pattern(Q.UOW_OLDEST.format(cs=cs)), direct(Q.UOW_OLDEST.format(cs=cs))),
+            control("UOW_COUNT"),
+            control("UOW_OLDEST"),
             (_pattern(Q.CD_COUNT), lambda g, p: direct(Q.CD_COUNT.format(cd=g["cd"]))(g, p)),
             (_pattern(Q.CD_OLDEST), lambda g, p: direct(Q.CD_OLDEST.format(cd=g["cd"]))(g, p)),
             (_pattern(Q.LOCK_SHARE), lambda g, p: []),
