@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any
 
 EPOCH = dt.datetime(1970, 1, 1)
@@ -23,7 +23,8 @@ class EmulatorError(Exception):
 
 # ---- column types -----------------------------------------------------------------------------------------
 
-_TYPE = re.compile(r"^\s*([A-Z ]+?)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*(FOR BIT DATA)?\s*$", re.I)
+_TYPE = re.compile(r"^\s*([A-Z ]+?)\s*(?:\(\s*(\d+)([KMG]?)\s*(?:,\s*(\d+)\s*)?\))?\s*(FOR BIT DATA)?\s*$",
+                   re.I)
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,9 @@ def parse_type(text: str) -> ColumnType:
     m = _TYPE.match(text.upper())
     if not m:
         raise ValueError(f"not a Db2 column type: {text!r}")
-    name, a, b, bits = m.group(1).strip(), m.group(2), m.group(3), bool(m.group(4))
+    name, a, unit, b, bits = m.group(1).strip(), m.group(2), (m.group(3) or "").upper(), m.group(4), bool(m.group(5))
+    if unit:
+        a = str(int(a) * {"K": 1024, "M": 1024**2, "G": 1024**3}[unit])
     name = {"CHAR": "CHARACTER", "INT": "INTEGER", "NUMERIC": "DECIMAL", "DEC": "DECIMAL", "FLOAT": "DOUBLE",
             "DOUBLE PRECISION": "DOUBLE"}.get(name, name)
     if name == "DECIMAL":
@@ -92,7 +95,7 @@ def store(ctype: ColumnType, value: Any) -> Any:
     if t in ("SMALLINT", "INTEGER", "BIGINT"):
         return int(value)
     if t == "DECIMAL":
-        q = Decimal(value).quantize(Decimal(1).scaleb(-ctype.scale))
+        q = Decimal(value).quantize(Decimal(1).scaleb(-ctype.scale), context=Context(prec=40))
         return f"{q:f}"
     if t == "DECFLOAT":
         return str(value)
