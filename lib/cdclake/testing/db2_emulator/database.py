@@ -255,6 +255,65 @@ class EmulatedDb2:
             self.conn.execute(f'UPDATE "{self.control_schema}"."IBMSNAP_REGISTER" SET STATE = ? '
                               "WHERE SOURCE_OWNER = ? AND SOURCE_TABLE = ?", (state, schema, name))
 
+    # -- schema changes (the steps of docs/db2.md's procedures) -----------------------------------------
+
+    def add_column(self, schema: str, name: str, column: str, type_text: str, nullable: bool = True,
+                   default: Any = None, before: str | None = None) -> None:
+        """``ALTER TABLE ... ADD COLUMN`` (at the end; existing rows get ``default``), or with ``before`` the column
+        it is put in front of: the export, re-create and load of the procedure for a column in the middle.
+        Works on a CD table as well (the DBA's step of the procedures)."""
+        with self.lock:
+            t = self.table(schema, name)
+            ctype = parse_type(type_text)
+            at = len(t.columns) if before is None else t.names.index(before)
+            columns = [*t.columns[:at], (column, ctype, nullable), *t.columns[at:]]
+            self._rebuild(t, columns, {column: store(ctype, default)})
+            t.altered = self.now()
+
+    def rename_column(self, schema: str, name: str, old: str, new: str) -> None:
+        """``ALTER TABLE ... RENAME COLUMN``: a CD table keeps the old name until the DBA alters it too."""
+        with self.lock:
+            t = self.table(schema, name)
+            self.conn.execute(f'ALTER TABLE "{schema}"."{name}" RENAME COLUMN "{old}" TO "{new}"')
+            t.columns = [(new if c == old else c, ct, n) for c, ct, n in t.columns]
+            t.primary_key = [new if k == old else k for k in t.primary_key]
+            t.altered = self.now()
+
+    def remove_table(self, schema: str, name: str) -> None:
+        """``CALL ASNCDC.REMOVETABLE(schema, name)``: the registration and its prune row go, the CD table is
+        dropped with the changes it still held."""
+        with self.lock:
+            reg = self.registrations.pop((schema, name))
+            cs = self.control_schema
+            self.conn.execute(f'DROP TABLE "{cs}"."{reg.cd_table}"')
+            del self.tables[(cs, reg.cd_table)]
+            self.conn.execute(f'DELETE FROM "{cs}"."IBMSNAP_REGISTER" WHERE SOURCE_OWNER = ? AND SOURCE_TABLE = ?',
+                              (schema, name))
+            self.conn.execute(f'DELETE FROM "{cs}"."IBMSNAP_PRUNCNTL" WHERE SOURCE_OWNER = ? AND SOURCE_TABLE = ?',
+                              (schema, name))
+
+    def _rebuild(self, t: Table, columns: list[tuple[str, ColumnType, bool]], fill: dict[str, Any]) -> None:
+        """``t`` with ``columns``: its rows copied, a new column filled with ``fill``'s stored value."""
+        q = f'"{t.schema}"."{t.name}"'
+        ddl = ", ".join(f'"{c}" {sqlite_type(ct)}' for c, ct, _ in columns)
+        pk = f', PRIMARY KEY ({", ".join(chr(34) + k + chr(34) for k in t.primary_key)})' if t.primary_key else ""
+        self.conn.execute("BEGIN")
+        try:
+            self.conn.execute(f'CREATE TABLE "{t.schema}"."{t.name}__new" ({ddl}{pk})')
+            values = [f'"{c}"' if c in t.names else "?" for c, _, _ in columns]
+            params = tuple(fill.get(c) for c, _, _ in columns if c not in t.names)
+            self.conn.execute(f'INSERT INTO "{t.schema}"."{t.name}__new" SELECT {", ".join(values)} FROM {q}', params)
+            self.conn.execute(f"DROP TABLE {q}")
+            self.conn.execute(f'ALTER TABLE "{t.schema}"."{t.name}__new" RENAME TO "{t.name}"')
+            if t.schema == self.control_schema and t.name.startswith("CDC_"):
+                self.conn.execute(f'CREATE UNIQUE INDEX "{t.schema}"."IX{t.name}" ON "{t.name}" '
+                                  "(IBMSNAP_COMMITSEQ, IBMSNAP_INTENTSEQ)")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+        t.columns = columns
+
     # -- the driver ------------------------------------------------------------------------------------------
 
     def connect(self, *args: Any, **kwargs: Any) -> Any:
