@@ -100,3 +100,42 @@ def test_every_type_lands_the_same_from_the_snapshot_and_from_the_cd_tables(spar
     random_workload(db, rng, tables, transactions=30)
     assert pipeline.mine().events > 0
     assert_lake_equals_emulated(spark, pipeline, db)
+
+
+def test_a_column_added_and_one_renamed_online_land_at_their_place(spark: Any, tmp_path: Path) -> None:
+    """The online procedures (docs/db2.md): a column added at the end of the source and CD table, later a column
+    renamed in the source only (the CD table keeps the old name): each becomes a schema-history entry after the
+    last commit before it, rows before it keep the old shape, and the lake equals the source."""
+    db = EmulatedDb2(tmp_path / "db2")
+    db.create_table("APP", "T", [("ID", "INTEGER", False), ("V", "VARCHAR(10)", True)], ["ID"])
+    db.add_table("APP", "T")
+    with db.transaction() as tx:
+        for i in range(1, 6):
+            tx.insert("APP", "T", {"ID": i, "V": f"v{i}"})
+    db.capture.cycle()
+    pipeline = db2_pipeline(spark, db, tmp_path / "lake")
+    pipeline.snapshot()
+    with db.transaction() as tx:
+        tx.update("APP", "T", {"ID": 1}, {"V": "before"})
+        tx.insert("APP", "T", {"ID": 6, "V": "v6"})
+    db.set_state("APP", "T", "I")
+    db.add_column("APP", "T", "W", "INTEGER")
+    db.add_column("ASNCDC", "CDC_APP_T", "W", "INTEGER")
+    db.set_state("APP", "T", "A")
+    with db.transaction() as tx:
+        tx.update("APP", "T", {"ID": 2}, {"W": 5})
+        tx.insert("APP", "T", {"ID": 7, "V": "v7", "W": 9})
+    db.capture.cycle()
+    pipeline.mine()
+    assert_lake_equals_emulated(spark, pipeline, db)
+    entry = pipeline.control.latest_entries()["APP.T"]
+    assert entry.schema is not None and entry.schema.column_names == ["ID", "V", "W"]
+
+    db.rename_column("APP", "T", "V", "NAME")
+    with db.transaction() as tx:
+        tx.update("APP", "T", {"ID": 3}, {"NAME": "renamed"})
+    db.capture.cycle()
+    pipeline.mine()
+    assert_lake_equals_emulated(spark, pipeline, db)
+    entry = pipeline.control.latest_entries()["APP.T"]
+    assert entry.schema is not None and entry.schema.column_names == ["ID", "NAME", "W"]

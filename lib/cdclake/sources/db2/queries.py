@@ -66,6 +66,12 @@ UOW_COUNT = (
     "SELECT COUNT(*) FROM {cs}.IBMSNAP_UOW WHERE IBMSNAP_COMMITSEQ > ? AND IBMSNAP_COMMITSEQ <= ?"
 )
 
+#: the newest transaction of a commit-sequence range that committed at or before a time (a schema change's place)
+UOW_LAST_BEFORE = (
+    "SELECT MAX(IBMSNAP_COMMITSEQ) FROM {cs}.IBMSNAP_UOW WHERE IBMSNAP_LOGMARKER <= ? "
+    "AND IBMSNAP_COMMITSEQ > ? AND IBMSNAP_COMMITSEQ <= ?"
+)
+
 #: the oldest transaction Capture still keeps (pruning removes older ones)
 UOW_OLDEST = "SELECT MIN(IBMSNAP_COMMITSEQ) FROM {cs}.IBMSNAP_UOW"
 

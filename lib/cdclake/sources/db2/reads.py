@@ -73,6 +73,8 @@ class TableRead:
     version: int
     rows: int
     floor: int | None  # commits numbered at or below it are in the lake already (the table's snapshot)
+    lo: str = ""  # the commit-sequence range read with this schema, (lo, hi]; empty: the window's
+    hi: str = ""
 
 
 def cd_rows(spark: SparkSession, config: Db2SourceConfig, types: Db2TypeMapper, read: TableRead,
@@ -87,6 +89,7 @@ def cd_rows(spark: SparkSession, config: Db2SourceConfig, types: Db2TypeMapper, 
     parts = min(config.mining.max_reads_per_table, max(1, -(-read.rows // config.mining.max_rows_per_read)))
     custom = ", ".join(["CDCLAKE_SEQ BINARY", "CDCLAKE_COMMITSEQ STRING", "CDCLAKE_INTENTSEQ STRING",
                         "CDCLAKE_OPERATION STRING"] + [f"`{c.name}` {types.read_type(c)}" for c in schema.columns])
+    lo, hi = read.lo or lo, read.hi or hi
     sql = Q.CD_READ.format(columns=cols, cd=reg.cd_sql, lo=lo.upper(), hi=hi.upper())
     ranges = [Q.SEQ_RANGE.format(lo=a.upper(), hi=b.upper()) for a, b in split_range(lo, hi, parts)]
     frame = read_jdbc(spark, config.spark_jdbc_url(), sql, jdbc_properties(config, custom),

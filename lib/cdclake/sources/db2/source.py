@@ -33,6 +33,7 @@ from cdclake.sources.db2.types import NOT_CAPTURED, Db2TypeMapper, quote_identif
 from cdclake.spi.config import SourceContext
 from cdclake.spi.jdbc import read_jdbc
 from cdclake.spi.position import Position
+from cdclake.spi.records import Ddl
 from cdclake.spi.source import CommittedWindow, SnapshotStart, Source, WindowRequest, WindowSink
 
 if TYPE_CHECKING:
@@ -250,7 +251,9 @@ class Db2Source(Source):
         anchors = [start] + [a for a in self._anchors if start.commitseq <= a.commitseq <= hi]
         end = self._position_at(hi, anchors)
         regs = self._registrations()
-        reads = []
+        reads: list[TableRead] = []
+        ddls: list[Ddl] = []
+        changed: list[tuple[str, catalog.Registration, TableSchema, TableSchema, int | None, int, Ddl]] = []
         for table, schema in sorted(request.schemas.items()):
             if not self.config.captures(table):
                 continue
@@ -260,18 +263,27 @@ class Db2Source(Source):
                                "changes after the lake's position cannot be read",
                                f"register it again (CALL {self.cs}.ADDTABLE) and re-snapshot it: cdclake snapshot "
                                f"--force --tables {table}; or exclude it (source.exclude_tables)")
-            current = catalog.table_schema(self.conn(), reg)
-            if [(c.name, c.source_type) for c in current.columns] != [(c.name, c.source_type)
-                                                                       for c in schema.columns]:
-                raise CdcError(f"the CD table {reg.cd_owner}.{reg.cd_table} of {table} no longer has the columns of "
-                               "the schema history", "schema changes of Db2 tables are not supported yet")
-            count = int(self._fetch(Q.CD_COUNT.format(cd=reg.cd_sql), (bytes.fromhex(start.commitseq),
-                                                                        bytes.fromhex(hi)))[0][0] or 0)
             floor = request.floors.get(table)
-            reads.append(TableRead(table, reg, schema, request.versions.get(table, 0), count,
-                                   floor if floor is not None and floor > start.clock else None))
+            floor = floor if floor is not None and floor > start.clock else None
+            version = request.versions.get(table, 0)
+            current = catalog.table_schema(self.conn(), reg)
+            if _shape(current) == _shape(schema):
+                reads.append(TableRead(table, reg, schema, version, self._cd_count(reg, start.commitseq, hi), floor))
+                continue
+            changed.append((table, reg, schema, current, floor, version,
+                            self._schema_change(table, reg, schema, current, start, hi, anchors)))
+        # DDL in log order; the engine numbers their schema versions in that order
+        changed.sort(key=lambda c: (c[6].position.ordinal, c[0]))
+        for i, (table, reg, schema, current, floor, version, ddl) in enumerate(changed):
+            ddls.append(ddl)
+            cut = ddl.position.commitseq  # type: ignore[attr-defined]
+            if cut > start.commitseq:  # rows before the change: the history's columns (still in the CD table)
+                reads.append(TableRead(table, reg, schema, version, self._cd_count(reg, start.commitseq, cut), floor,
+                                       start.commitseq, cut))
+            reads.append(TableRead(table, reg, current, request.next_schema_version + i, self._cd_count(reg, cut, hi),
+                                   floor, cut, hi))
         if not any(r.rows for r in reads):
-            return sink.committed(CommittedWindow(end, None, dict(_EMPTY_STATS)))
+            return sink.committed(CommittedWindow(end, None, dict(_EMPTY_STATS), ddls))
         frames = [cd_rows(spark, self.config, self.types, r, start.commitseq, hi) for r in reads if r.rows]
         changes = frames[0]
         for more in frames[1:]:
@@ -279,9 +291,48 @@ class Db2Source(Source):
         uow = numbered(uow_rows(spark, self.config, start.commitseq, hi), anchors)
         floors = {r.table: r.floor for r in reads if r.floor is not None}
         rows = assemble(changes, uow, floors)
-        return self._commit_rows(sink, end, rows)
+        return self._commit_rows(sink, end, rows, ddls)
 
-    def _commit_rows(self, sink: WindowSink, end: CommitSeqPosition, rows: DataFrame) -> Position:
+    def _cd_count(self, reg: catalog.Registration, lo: str, hi: str) -> int:
+        rows = self._fetch(Q.CD_COUNT.format(cd=reg.cd_sql), (bytes.fromhex(lo), bytes.fromhex(hi)))
+        return int(rows[0][0] or 0)
+
+    def _schema_change(self, table: str, reg: catalog.Registration, old: TableSchema, new: TableSchema,
+                       start: CommitSeqPosition, hi: str, anchors: list[CommitSeqPosition]) -> Ddl:
+        """The change from the history's ``old`` to the catalog's ``new`` columns, placed after the last transaction
+        that committed before the source or CD table was last altered (Capture captures nothing of a table between
+        the procedures' deactivation and reactivation, so no row of the table lies between)."""
+        times = [t.altered for t in (catalog.catalog_table(self.conn(), reg.source_owner, reg.source_table),
+                                     catalog.catalog_table(self.conn(), reg.cd_owner, reg.cd_table))
+                 if t is not None and t.altered is not None]
+        cut = start.commitseq
+        if times:
+            rows = self._fetch(Q.UOW_LAST_BEFORE.format(cs=self.cs),
+                               (max(times), bytes.fromhex(start.commitseq), bytes.fromhex(hi)))
+            if rows and rows[0][0] is not None:
+                cut = seq_hex(bytes(rows[0][0]))
+        at = self._position_at(cut, anchors)
+        # between the last commit before the change (number n) and the next one (n + 1, its rows n + 1 + k)
+        position = CommitSeqPosition(cut, at.clock + 1)
+        renames = {o.name: n.name for o, n in zip(old.columns, new.columns, strict=False)
+                   if o.name != n.name and o.attrs.get("cd_name") == n.attrs.get("cd_name")}
+        before = {renames.get(c.name, c.name) for c in old.columns}
+        added = [c for c in new.columns if c.name not in before]
+        reread = {table: "added column(s) " + ", ".join(f"{c.name} DEFAULT {c.default}" for c in added
+                                                         if c.default is not None)
+                  } if any(c.default is not None for c in added) else {}
+        gone = [c.name for c in old.columns if c.name not in renames and c.name not in {n.name for n in new.columns}]
+        text = (f"-- {reg.cd_owner}.{reg.cd_table} ({table}) now has "
+                + ", ".join(f"{c.name} {c.source_type}" for c in new.columns)
+                + (f"; added {', '.join(c.name for c in added)}" if added else "")
+                + (f"; renamed {', '.join(f'{a} to {b}' for a, b in renames.items())}" if renames else "")
+                + (f"; dropped {', '.join(gone)}" if gone else ""))
+        log.info("%s: schema change at %s: %s", table, position.describe(), text)
+        return Ddl(position, text, reg.source_owner, {table: new}, None, column_renames={table: renames} if renames
+                   else {}, reread=reread)
+
+    def _commit_rows(self, sink: WindowSink, end: CommitSeqPosition, rows: DataFrame,
+                     ddls: list[Ddl] | None = None) -> Position:
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
@@ -298,9 +349,13 @@ class Db2Source(Source):
             by_table = {r.source_table: int(r.n) for r in counts}
             stats = {**_EMPTY_STATS, "events": sum(by_table.values()), "transactions": txns,
                      "rows_by_table": by_table}
-            return sink.committed(CommittedWindow(end, kept if stats["events"] else None, stats))
+            return sink.committed(CommittedWindow(end, kept if stats["events"] else None, stats, ddls or []))
         finally:
             kept.unpersist()
+
+
+def _shape(schema: TableSchema) -> list[tuple[str, str, Any]]:
+    return [(c.name, c.source_type, c.attrs.get("cd_name")) for c in schema.columns]
 
 
 def source_for(config: Db2SourceConfig, context: SourceContext) -> Db2Source:

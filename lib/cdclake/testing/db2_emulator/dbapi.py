@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from cdclake.sources.db2 import queries as Q
-from cdclake.testing.db2_emulator.values import EPOCH, EmulatorError, date_from_hybrid_days
+from cdclake.testing.db2_emulator.values import EPOCH, EmulatorError, date_from_hybrid_days, db2_timestamp_text
 
 
 class Error(Exception):
@@ -150,6 +150,7 @@ class EmulatedConnection:
             (_pattern(Q.COLUMNS), self._columns),
             control("UOW_COUNT"),
             control("UOW_OLDEST"),
+            self._uow_last_before(control("UOW_LAST_BEFORE")),
             (_pattern(Q.CD_COUNT), lambda g, p: direct(Q.CD_COUNT.format(cd=g["cd"]))(g, p)),
             (_pattern(Q.CD_OLDEST), lambda g, p: direct(Q.CD_OLDEST.format(cd=g["cd"]))(g, p)),
             (_pattern(Q.LOCK_SHARE), lambda g, p: []),
@@ -173,6 +174,15 @@ class EmulatedConnection:
                 raise
             return [tuple(db2_text_time(v) if i in times else v for i, v in enumerate(r)) for r in rows]
         return run
+
+    @staticmethod
+    def _uow_last_before(entry: tuple[Any, Any]) -> tuple[Any, Any]:
+        """``IBMSNAP_LOGMARKER <= ?`` with a datetime: the emulator keeps LOGMARKER as Db2's sortable text."""
+        pattern, handler = entry
+
+        def run(groups: dict[str, str], params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+            return handler(groups, (db2_timestamp_text(params[0], 6), *params[1:]))
+        return pattern, run
 
     def _table(self, groups: dict[str, str], params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         t = self.db.tables.get((params[0], params[1]))
