@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cdclake.errors import CdcError
-from cdclake.schema import TableSchema
+from cdclake.schema import Column, TableSchema
 from cdclake.sources.db2 import queries as Q
 from cdclake.sources.db2.catalog import Registration
 from cdclake.sources.db2.config import Db2SourceConfig
@@ -75,6 +75,9 @@ class TableRead:
     floor: int | None  # commits numbered at or below it are in the lake already (the table's snapshot)
     lo: str = ""  # the commit-sequence range read with this schema, (lo, hi]; empty: the window's
     hi: str = ""
+    #: the CD table's columns now, when it no longer has every column of ``schema`` (a column dropped later):
+    #: those read as NULL
+    present: frozenset[str] | None = None
 
 
 def cd_rows(spark: SparkSession, config: Db2SourceConfig, types: Db2TypeMapper, read: TableRead,
@@ -84,8 +87,13 @@ def cd_rows(spark: SparkSession, config: Db2SourceConfig, types: Db2TypeMapper, 
     from pyspark.sql import functions as F
 
     reg, schema = read.registration, read.schema
-    cols = "".join(f", {types.read_sql(c, c.attrs.get('cd_name'))} AS {quote_identifier(c.name)}"
-                   for c in schema.columns)
+    def column_sql(c: Column) -> str:
+        cd_name = c.attrs.get("cd_name") or c.name
+        if read.present is not None and cd_name not in read.present:
+            return "CAST(NULL AS VARCHAR(1))"
+        return types.read_sql(c, cd_name)
+
+    cols = "".join(f", {column_sql(c)} AS {quote_identifier(c.name)}" for c in schema.columns)
     parts = min(config.mining.max_reads_per_table, max(1, -(-read.rows // config.mining.max_rows_per_read)))
     custom = ", ".join(["CDCLAKE_SEQ BINARY", "CDCLAKE_COMMITSEQ STRING", "CDCLAKE_INTENTSEQ STRING",
                         "CDCLAKE_OPERATION STRING"] + [f"`{c.name}` {types.read_type(c)}" for c in schema.columns])

@@ -274,14 +274,17 @@ class Db2Source(Source):
                             self._schema_change(table, reg, schema, current, start, hi, anchors)))
         # DDL in log order; the engine numbers their schema versions in that order
         changed.sort(key=lambda c: (c[6].position.ordinal, c[0]))
-        for i, (table, reg, schema, current, floor, version, ddl) in enumerate(changed):
+        offset = 0  # the history entries the DDL before make (a re-read mark is one more)
+        for table, reg, schema, current, floor, version, ddl in changed:
             ddls.append(ddl)
+            new_version = request.next_schema_version + offset
+            offset += 1 + len(ddl.reread)
             cut = ddl.position.commitseq  # type: ignore[attr-defined]
             if cut > start.commitseq:  # rows before the change: the history's columns (still in the CD table)
+                present = frozenset(c.attrs.get("cd_name") or c.name for c in current.columns)
                 reads.append(TableRead(table, reg, schema, version, self._cd_count(reg, start.commitseq, cut), floor,
-                                       start.commitseq, cut))
-            reads.append(TableRead(table, reg, current, request.next_schema_version + i, self._cd_count(reg, cut, hi),
-                                   floor, cut, hi))
+                                       start.commitseq, cut, present))
+            reads.append(TableRead(table, reg, current, new_version, self._cd_count(reg, cut, hi), floor, cut, hi))
         if not any(r.rows for r in reads):
             return sink.committed(CommittedWindow(end, None, dict(_EMPTY_STATS), ddls))
         frames = [cd_rows(spark, self.config, self.types, r, start.commitseq, hi) for r in reads if r.rows]

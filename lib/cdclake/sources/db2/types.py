@@ -73,7 +73,8 @@ def column_from_catalog(name: str, typename: str, length: Any, scale: Any, nulls
     return Column(name, column.source_type, _delta_type(column), column.nullable, column.default, attrs)
 
 
-def _delta_type(column: Column) -> str:
+def _native_type(column: Column) -> str | None:
+    """The Spark type of a column that JDBC reads exactly as it is (and Delta keeps as such), else None."""
     a = column.attrs
     t = a.get("base", "")
     if a.get("bit_data") or t in _BINARY:
@@ -82,15 +83,13 @@ def _delta_type(column: Column) -> str:
         return _INTEGERS[t]
     if t in ("DECIMAL", "NUMERIC"):
         return f"DECIMAL({a['length']},{a['scale']})"
-    if t == "REAL":
-        return "FLOAT"
-    if t in ("DOUBLE", "FLOAT"):
-        return "DOUBLE"
-    if t == "DATE":
-        return "DATE"
-    if t == "TIMESTAMP":
-        return "TIMESTAMP_NTZ" if a["scale"] <= 6 else "STRING"
-    return "STRING"  # text, XML, TIME, DECFLOAT, and what cdclake does not read
+    return {"REAL": "FLOAT", "DOUBLE": "DOUBLE", "FLOAT": "DOUBLE", "DATE": "DATE"}.get(t)
+
+
+def _delta_type(column: Column) -> str:
+    if column.attrs.get("base") == "TIMESTAMP":
+        return "TIMESTAMP_NTZ" if column.attrs["scale"] <= 6 else "STRING"
+    return _native_type(column) or "STRING"  # text, XML, TIME, DECFLOAT, and what cdclake does not read
 
 
 class Db2TypeMapper(TypeMapper):
@@ -116,25 +115,11 @@ class Db2TypeMapper(TypeMapper):
 
     def read_type(self, column: Column) -> str:
         """The Spark type the JDBC read returns for :meth:`read_sql` (its ``customSchema`` entry)."""
-        a = column.attrs
-        t = a.get("base", "")
         if not self.supported(column):
             return "STRING"
-        if a.get("bit_data") or t in _BINARY:
-            return "BINARY"
-        if t in _INTEGERS:
-            return _INTEGERS[t]
-        if t in ("DECIMAL", "NUMERIC"):
-            return f"DECIMAL({a['length']},{a['scale']})"
-        if t == "REAL":
-            return "FLOAT"
-        if t in ("DOUBLE", "FLOAT"):
-            return "DOUBLE"
-        if t == "DATE":
-            return "DATE"
-        if t == "TIME":
+        if column.attrs.get("base") == "TIME":
             return "TIMESTAMP"
-        return "STRING"
+        return _native_type(column) or "STRING"
 
     def canonical_type(self, column: Column) -> str:
         a = column.attrs

@@ -85,6 +85,7 @@ class Table:
     primary_key: list[str]
     created: dt.datetime
     altered: dt.datetime
+    defaults: dict[str, str] = field(default_factory=dict)  # SYSCAT.COLUMNS.DEFAULT: the default's SQL text
 
     @property
     def names(self) -> list[str]:
@@ -121,8 +122,8 @@ class Registration:
     before_img_prefix: str | None = None
     cd_old_synchpoint: bytes | None = None
     cd_new_synchpoint: bytes | None = None
-    # what Capture captures of the source table: the CD table's columns (by position of the source's)
-    columns: list[str] = field(default_factory=list)
+    # source column -> the CD column Capture writes it to, for source columns renamed since ADDTABLE
+    cd_names: dict[str, str] = field(default_factory=dict)
 
 
 class EmulatedDb2:
@@ -235,7 +236,7 @@ class EmulatedDb2:
             self.conn.execute(f'CREATE UNIQUE INDEX "{cs}"."IX{cd}" ON "{cd}" (IBMSNAP_COMMITSEQ, IBMSNAP_INTENTSEQ)')
             now = self.now()
             self.tables[(cs, cd)] = Table(cs, cd, cols, [], now, now)
-            reg = Registration(schema, name, cs, cd, "A", chg_upd_to_del_ins, columns=src.names)
+            reg = Registration(schema, name, cs, cd, "A", chg_upd_to_del_ins)
             self.registrations[(schema, name)] = reg
             self.conn.execute(
                 f'INSERT INTO "{cs}"."IBMSNAP_REGISTER" (SOURCE_OWNER, SOURCE_TABLE, SOURCE_VIEW_QUAL, GLOBAL_RECORD, '
@@ -268,6 +269,9 @@ class EmulatedDb2:
             at = len(t.columns) if before is None else t.names.index(before)
             columns = [*t.columns[:at], (column, ctype, nullable), *t.columns[at:]]
             self._rebuild(t, columns, {column: store(ctype, default)})
+            if default is not None:
+                t.defaults[column] = str(default) if isinstance(default, (int, float)) or ctype.typename in (
+                    "DECIMAL", "DECFLOAT") else "'" + str(default).replace("'", "''") + "'"
             t.altered = self.now()
 
     def rename_column(self, schema: str, name: str, old: str, new: str) -> None:
@@ -277,6 +281,24 @@ class EmulatedDb2:
             self.conn.execute(f'ALTER TABLE "{schema}"."{name}" RENAME COLUMN "{old}" TO "{new}"')
             t.columns = [(new if c == old else c, ct, n) for c, ct, n in t.columns]
             t.primary_key = [new if k == old else k for k in t.primary_key]
+            reg = self.registrations.get((schema, name))
+            if reg is not None:  # Capture goes on writing the CD table's column of the old name
+                reg.cd_names[new] = reg.cd_names.pop(old, old)
+            t.altered = self.now()
+
+    def drop_column(self, schema: str, name: str, column: str) -> None:
+        """``ALTER TABLE ... DROP COLUMN`` (and the ``REORG`` Db2 wants after it)."""
+        with self.lock:
+            t = self.table(schema, name)
+            self._rebuild(t, [c for c in t.columns if c[0] != column], {})
+            t.altered = self.now()
+
+    def set_data_type(self, schema: str, name: str, column: str, type_text: str) -> None:
+        """``ALTER TABLE ... ALTER COLUMN ... SET DATA TYPE`` to a wider type (stored values stay as they are)."""
+        with self.lock:
+            t = self.table(schema, name)
+            ctype = parse_type(type_text)
+            t.columns = [(c, ctype if c == column else ct, n) for c, ct, n in t.columns]
             t.altered = self.now()
 
     def remove_table(self, schema: str, name: str) -> None:
@@ -584,11 +606,8 @@ class CaptureAgent:
 
     @staticmethod
     def _source_name(reg: Registration, src: Table, cd_column: str) -> str:
-        """The source column a CD column carries: the same name, or after a rename the one at its place."""
-        if cd_column in src.names:
-            return cd_column
-        if cd_column in reg.columns:
-            i = reg.columns.index(cd_column)
-            if i < len(src.names):
-                return src.names[i]
+        """The source column a CD column carries: the one of that name, or the one renamed from it."""
+        for name in src.names:
+            if reg.cd_names.get(name, name) == cd_column:
+                return name
         return cd_column

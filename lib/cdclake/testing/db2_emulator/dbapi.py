@@ -196,7 +196,7 @@ class EmulatedConnection:
         for i, (name, ctype, nullable) in enumerate(t.columns):
             keyseq = t.primary_key.index(name) + 1 if name in t.primary_key else None
             out.append((name, i, ctype.typename, ctype.length, ctype.scale, "Y" if nullable else "N",
-                        ctype.codepage, None, keyseq))
+                        ctype.codepage, t.defaults.get(name), keyseq))
         return out
 
     def _key_range(self, groups: dict[str, str], params: tuple[Any, ...]) -> list[tuple[Any, ...]]:

@@ -1,0 +1,68 @@
+"""A Db2 mining run killed at any step of a window, or before a random write, then run again: the lake equals
+the emulated source and every window is in bronze once."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from cdclake.engine.faults import CRASH_ENV, CRASH_MODE_ENV, SimulatedKill
+from cdclake.testing.db2_emulator import EmulatedDb2
+from cdclake.testing.db2_emulator.workload import create_typed_tables, random_row, random_workload
+
+from tests.integration.db2_helpers import assert_lake_equals_emulated, db2_pipeline
+from tests.integration.oracle_helpers import bronze_markers
+
+pytestmark = pytest.mark.integration
+
+POINTS = ["planned", "staged", "history", "bronze", "merge", "applied"]
+
+
+def test_killed_at_every_step_and_at_random_writes_then_rerun_ends_equal(spark, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    db = EmulatedDb2(tmp_path / "db2")
+    tables = create_typed_tables(db)
+    rng = random.Random(41)
+    with db.transaction() as tx:
+        for i in range(1, 21):
+            for schema, name in tables:
+                tx.insert(schema, name, random_row(rng, i))
+    db.capture.cycle()
+    pipeline = db2_pipeline(spark, db, tmp_path / "lake")
+    pipeline.snapshot()
+    monkeypatch.setenv(CRASH_MODE_ENV, "raise")
+    random_workload(db, rng, tables, transactions=12)
+    for point in POINTS:  # one window, killed at each of its steps in the order a run meets them
+        monkeypatch.setenv(CRASH_ENV, point)
+        with pytest.raises(SimulatedKill):
+            db2_pipeline(spark, db, tmp_path / "lake").mine()  # a new pipeline object: nothing carried over
+        monkeypatch.delenv(CRASH_ENV)
+    assert db2_pipeline(spark, db, tmp_path / "lake").mine().resumed
+    assert_lake_equals_emulated(spark, pipeline, db)
+
+    writer_type, session_type = type(spark.range(1).write), type(spark)
+    save, sql = writer_type.save, session_type.sql
+    killed_at = []
+    for _ in range(2):
+        random_workload(db, rng, tables, transactions=8)
+        calls = {"n": 0}
+        kill_at = rng.randint(1, 3)
+
+        def counted(original, self, *args, _calls=calls, _kill=kill_at, **kwargs):  # type: ignore[no-untyped-def]
+            _calls["n"] += 1
+            if _calls["n"] == _kill:
+                raise SimulatedKill(f"random kill at write/statement {_kill}")
+            return original(self, *args, **kwargs)
+
+        monkeypatch.setattr(writer_type, "save", lambda self, *a, **k: counted(save, self, *a, **k))
+        monkeypatch.setattr(session_type, "sql", lambda self, *a, **k: counted(sql, self, *a, **k))
+        try:
+            db2_pipeline(spark, db, tmp_path / "lake").mine()
+        except SimulatedKill:
+            killed_at.append(kill_at)
+        monkeypatch.setattr(writer_type, "save", save)
+        monkeypatch.setattr(session_type, "sql", sql)
+        db2_pipeline(spark, db, tmp_path / "lake").mine()
+        assert_lake_equals_emulated(spark, pipeline, db)
+    windows = [m["window_id"] for m in bronze_markers(spark, pipeline)]
+    assert len(windows) == len(set(windows)), "a window is in bronze twice"
+    assert killed_at, "no run was killed: the kill points are past every write of a window"
