@@ -16,11 +16,6 @@ class Db2SnapshotOptions(StrictModel):
     partitions: int = Field(4, ge=1, description="parallel JDBC reads (key ranges) per table")
     fetch_size: int = Field(10_000, ge=1)
     min_rows_per_partition: int = Field(50_000, ge=1, description="small tables are read in one query")
-    isolation: Literal["ur", "cs", "rs", "rr"] = Field(
-        "cs", description="isolation of the snapshot's reads (JCC defaultIsolationLevel): ur, cs (default), rs, rr")
-    lock_mode: Literal["none", "share"] = Field(
-        "none", description="share: LOCK TABLE ... IN SHARE MODE while a table is read (writers wait; the read "
-        "then matches one moment); none: no lock, changes during the read are applied again by mining")
 
 
 class Db2MiningOptions(StrictModel):

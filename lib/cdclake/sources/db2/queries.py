@@ -11,9 +11,6 @@ bytes too, and compared by Db2 as binary strings (all of them 16 bytes since Db2
 
 from __future__ import annotations
 
-#: the server is reachable and which database it is
-SERVER = "SELECT CURRENT SERVER, CURRENT TIMESTAMP FROM SYSIBM.SYSDUMMY1"
-
 #: the registrations (not the global record): which source tables Capture captures, into which CD tables
 REGISTRATIONS = (
     "SELECT SOURCE_OWNER, SOURCE_TABLE, CD_OWNER, CD_TABLE, STATE, STATE_INFO, CHG_UPD_TO_DEL_INS, "
@@ -28,14 +25,6 @@ HIGH_WATER_MARK = (
     "UNION ALL SELECT SYNCHPOINT AS SYNCHPOINT FROM {cs}.IBMSNAP_REGISTER) T"
 )
 
-#: the global record: Capture's synchpoint and its time
-GLOBAL_RECORD = "SELECT SYNCHPOINT, SYNCHTIME FROM {cs}.IBMSNAP_REGISTER WHERE GLOBAL_RECORD = 'Y'"
-
-#: Capture's parameters (read at its start)
-CAPTURE_PARAMETERS = (
-    "SELECT RETENTION_LIMIT, COMMIT_INTERVAL, PRUNE_INTERVAL, AUTOPRUNE, STARTMODE, COMPATIBILITY "
-    "FROM {cs}.IBMSNAP_CAPPARMS"
-)
 
 #: where Capture restarts: its newest commit, the oldest in-flight transaction, where it first started
 RESTART = (
@@ -43,11 +32,6 @@ RESTART = (
     "FROM {cs}.IBMSNAP_RESTART"
 )
 
-#: Capture's newest monitor row (is it alive, how far behind the log)
-MONITOR = (
-    "SELECT MONITOR_TIME, RESTART_TIME, SYNCHTIME, CURRENT_LOG_TIME FROM {cs}.IBMSNAP_CAPMON "
-    "ORDER BY MONITOR_TIME DESC FETCH FIRST 1 ROWS ONLY"
-)
 
 #: a table as the catalog knows it (type, when created and last altered)
 TABLE = (
@@ -72,8 +56,6 @@ UOW_LAST_BEFORE = (
     "AND IBMSNAP_COMMITSEQ > ? AND IBMSNAP_COMMITSEQ <= ?"
 )
 
-#: the oldest transaction Capture still keeps (pruning removes older ones)
-UOW_OLDEST = "SELECT MIN(IBMSNAP_COMMITSEQ) FROM {cs}.IBMSNAP_UOW"
 
 #: a CD table's rows in a commit-sequence range, per operation: plans a window's reads and counts it
 CD_COUNT = (
@@ -81,11 +63,6 @@ CD_COUNT = (
     "WHERE IBMSNAP_COMMITSEQ > ? AND IBMSNAP_COMMITSEQ <= ?"
 )
 
-#: the oldest row a CD table still holds
-CD_OLDEST = "SELECT MIN(IBMSNAP_COMMITSEQ) FROM {cd}"
-
-#: a snapshot's share lock on one table (snapshot.lock_mode: share), released by the ROLLBACK that follows
-LOCK_SHARE = "LOCK TABLE {table} IN SHARE MODE"
 
 #: key range of a table for the snapshot's partitioned read
 KEY_RANGE = "SELECT MIN({key}), MAX({key}), COUNT(*) FROM {table}"

@@ -145,8 +145,10 @@ class Db2Source(Source):
         self.conn().rollback()
 
     def _high_water_mark(self, required: bool = True) -> str | None:
-        rows = self._fetch(Q.HIGH_WATER_MARK.format(cs=self.cs))
-        hwm = None if not rows or rows[0][0] is None else seq_hex(bytes(rows[0][0]))
+        try:
+            hwm = catalog.high_water_mark(self.conn(), self.cs)
+        finally:
+            self.conn().rollback()
         if hwm is None and required:
             raise CdcError(f"Capture has no synchpoint in {self.cs}.IBMSNAP_REGISTER (it has not run)",
                            f"start Capture: VALUES {self.cs}.ASNCDCSERVICES('start','asncdc')")
@@ -294,7 +296,7 @@ class Db2Source(Source):
         uow = numbered(uow_rows(spark, self.config, start.commitseq, hi), anchors)
         floors = {r.table: r.floor for r in reads if r.floor is not None}
         rows = assemble(changes, uow, floors)
-        return self._commit_rows(sink, end, rows, ddls)
+        return self._commit_rows(sink, end, rows, reads, ddls)
 
     def _cd_count(self, reg: catalog.Registration, lo: str, hi: str) -> int:
         rows = self._fetch(Q.CD_COUNT.format(cd=reg.cd_sql), (bytes.fromhex(lo), bytes.fromhex(hi)))
@@ -334,25 +336,27 @@ class Db2Source(Source):
         return Ddl(position, text, reg.source_owner, {table: new}, None, column_renames={table: renames} if renames
                    else {}, reread=reread)
 
-    def _commit_rows(self, sink: WindowSink, end: CommitSeqPosition, rows: DataFrame,
-                     ddls: list[Ddl] | None = None) -> Position:
+    def _commit_rows(self, sink: WindowSink, end: CommitSeqPosition, rows: DataFrame, reads: list[TableRead],
+                     ddls: list[Ddl]) -> Position:
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
         kept = rows.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             try:
-                counts = kept.groupBy("source_table").agg(F.count(F.lit(1)).alias("n")).collect()
-                txns = kept.select("txid").distinct().count() if counts else 0
+                # one job: the window's transactions and each table's changes
+                tables = sorted({r.table for r in reads if r.rows})
+                row = kept.agg(F.count_distinct("txid"), *[F.count(F.when(F.col("source_table") == t, 1))
+                                                            for t in tables]).first()
             except Exception as exc:
                 known = explain_missing_uow(exc, self.cs)
                 if known is not None:
                     raise known from None
                 raise
-            by_table = {r.source_table: int(r.n) for r in counts}
-            stats = {**_EMPTY_STATS, "events": sum(by_table.values()), "transactions": txns,
+            by_table = {t: int(n) for t, n in zip(tables, row[1:], strict=True) if n}
+            stats = {**_EMPTY_STATS, "events": sum(by_table.values()), "transactions": int(row[0]),
                      "rows_by_table": by_table}
-            return sink.committed(CommittedWindow(end, kept if stats["events"] else None, stats, ddls or []))
+            return sink.committed(CommittedWindow(end, kept if stats["events"] else None, stats, ddls))
         finally:
             kept.unpersist()
 

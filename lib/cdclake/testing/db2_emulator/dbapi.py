@@ -138,22 +138,14 @@ class EmulatedConnection:
             return _pattern(template), handler
 
         self.handlers = [
-            (_pattern(Q.SERVER), lambda g, p: [(db.database, db.now())]),
             control("REGISTRATIONS"),
             control("HIGH_WATER_MARK"),
-            control("GLOBAL_RECORD", times=(1,)),
-            control("CAPTURE_PARAMETERS"),
             control("RESTART", times=(1, 3)),
-            control("MONITOR", times=(0, 1, 2, 3),
-                    sqlite=Q.MONITOR.format(cs=cs).replace("FETCH FIRST 1 ROWS ONLY", "LIMIT 1")),
             (_pattern(Q.TABLE), self._table),
             (_pattern(Q.COLUMNS), self._columns),
             control("UOW_COUNT"),
-            control("UOW_OLDEST"),
             self._uow_last_before(control("UOW_LAST_BEFORE")),
             (_pattern(Q.CD_COUNT), lambda g, p: direct(Q.CD_COUNT.format(cd=g["cd"]))(g, p)),
-            (_pattern(Q.CD_OLDEST), lambda g, p: direct(Q.CD_OLDEST.format(cd=g["cd"]))(g, p)),
-            (_pattern(Q.LOCK_SHARE), lambda g, p: []),
             (_pattern(Q.KEY_RANGE), self._key_range),
         ]
 
