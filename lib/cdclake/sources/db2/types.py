@@ -68,14 +68,12 @@ def column_from_catalog(name: str, typename: str, length: Any, scale: Any, nulls
         attrs["lob"] = True
     if keyseq:
         attrs["keyseq"] = int(keyseq)
-    column = Column(name, _source_type(t, length, scale, bit_data), "STRING", str(nulls).upper() != "N",
-                    None if default is None else str(default), attrs)
-    return Column(name, column.source_type, _delta_type(column), column.nullable, column.default, attrs)
+    return Column(name, _source_type(t, length, scale, bit_data), _delta_type(attrs), str(nulls).upper() != "N",
+                  None if default is None else str(default), attrs)
 
 
-def _native_type(column: Column) -> str | None:
-    """The Spark type of a column that JDBC reads exactly as it is (and Delta keeps as such), else None."""
-    a = column.attrs
+def _native_type(a: dict[str, Any]) -> str | None:
+    """The Spark type of a column (by its ``attrs``) that JDBC reads exactly as it is (and Delta keeps), else None."""
     t = a.get("base", "")
     if a.get("bit_data") or t in _BINARY:
         return "BINARY"
@@ -86,10 +84,10 @@ def _native_type(column: Column) -> str | None:
     return {"REAL": "FLOAT", "DOUBLE": "DOUBLE", "FLOAT": "DOUBLE", "DATE": "DATE"}.get(t)
 
 
-def _delta_type(column: Column) -> str:
-    if column.attrs.get("base") == "TIMESTAMP":
-        return "TIMESTAMP_NTZ" if column.attrs["scale"] <= 6 else "STRING"
-    return _native_type(column) or "STRING"  # text, XML, TIME, DECFLOAT, and what cdclake does not read
+def _delta_type(a: dict[str, Any]) -> str:
+    if a.get("base") == "TIMESTAMP":
+        return "TIMESTAMP_NTZ" if a["scale"] <= 6 else "STRING"
+    return _native_type(a) or "STRING"  # text, XML, TIME, DECFLOAT, and what cdclake does not read
 
 
 class Db2TypeMapper(TypeMapper):
@@ -119,7 +117,7 @@ class Db2TypeMapper(TypeMapper):
             return "STRING"
         if column.attrs.get("base") == "TIME":
             return "TIMESTAMP"
-        return _native_type(column) or "STRING"
+        return _native_type(column.attrs) or "STRING"
 
     def canonical_type(self, column: Column) -> str:
         a = column.attrs
