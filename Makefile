@@ -4,7 +4,7 @@ PY      := .venv/bin/python
 TEST_WORKERS ?= 2
 STAMP   := .venv/.cdclake-setup
 
-.PHONY: setup demo test lint bench bench-oracle bench-floor test-oracle-live clean
+.PHONY: setup demo test lint bench bench-db2 bench-oracle bench-floor test-oracle-live test-db2-live clean
 
 setup: $(STAMP)
 
@@ -36,6 +36,12 @@ bench: setup
 	$(PY) benchmarks/run_oracle_bench.py --rows 20000 --txns 100000
 	$(PY) benchmarks/run_oracle_bench.py --rows 20000 --txns 300000
 
+# The Db2 source over the capture emulator: a 1,000,000-row CD window end to end, and its read phase on one
+# core and on two (~6 min).
+bench-db2: setup
+	$(PY) benchmarks/run_db2_bench.py --master 'local[2]'
+	$(PY) benchmarks/run_db2_bench.py --master 'local[1]'
+
 bench-oracle: setup
 	$(PY) benchmarks/run_oracle_bench.py
 
@@ -44,7 +50,12 @@ bench-floor: setup
 
 # Opt-in: the Oracle scenarios against a real database (CDCLAKE_ORACLE_* variables, docs/oracle.md).
 test-oracle-live: setup
-	$(PY) -m pytest -q -p no:cacheprovider --rootdir . tests_live
+	$(PY) -m pytest -q -p no:cacheprovider --rootdir . tests_live/test_oracle_live.py
+
+# Opt-in: the Db2 capture-emulator scenarios against a real Db2 with ASN Capture (CDCLAKE_DB2_* variables,
+# docs/db2.md, 'The live suite'; the server's set-up: tests_live/db2_setup.sql).
+test-db2-live: setup
+	$(PY) -m pytest -q -p no:cacheprovider --rootdir . tests_live/test_db2_live.py
 
 clean:
 	rm -rf .venv .venv-airflow .cache/jars

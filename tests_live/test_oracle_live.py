@@ -7,8 +7,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cdclake.config import load_config_text
 from cdclake.engine.pipeline import Pipeline
+
+# the connection variables are checked before the (session) Spark fixture starts a JVM
+pytestmark = pytest.mark.usefixtures("oracle_env")
 
 
 class LiveDatabase:
@@ -49,7 +53,7 @@ def pipeline_for(spark: Any, env: dict[str, str], db: LiveDatabase, lake: Path, 
         f"pipeline: live{db.suffix.lower()}\nsource:\n  type: oracle\n  dsn: '{env['CDCLAKE_ORACLE_DSN']}'\n"
         f"  user: '{env['CDCLAKE_ORACLE_USER']}'\n  password: ${{CDCLAKE_LIVE_PW}}\n"
         + (f"  pdb: {pdb}\n  snapshot_dsn: '{env.get('CDCLAKE_ORACLE_PDB_DSN', '')}'\n" if pdb else "")
-        + f"  include_tables: ['{db.user}\\\\..*_{db.suffix}']\n{extra}lake:\n  root: {lake}\n"
+        + f"  include_tables: ['{db.user}\\..*_{db.suffix}']\n{extra}lake:\n  root: {lake}\n"
     )
     config = load_config_text(text)
     return Pipeline.from_config(config, spark)

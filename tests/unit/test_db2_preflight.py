@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
 from cdclake.config import load_config_text
-from cdclake.errors import PositionLostError, PreflightError
-from cdclake.sources.db2.position import CommitSeqPosition
+from cdclake.errors import CdcError, PositionLostError, PreflightError
+from cdclake.sources.db2.position import CommitSeqPosition, show
 from cdclake.sources.db2.source import Db2Source
 from cdclake.spi import SourceContext
 from cdclake.testing.db2_emulator import EmulatedDb2
@@ -84,3 +85,120 @@ def test_a_capture_cold_start_after_the_lake_position_is_a_lost_range(db: Emulat
     with pytest.raises(PositionLostError, match=r"Capture started \(cold\) at .*, after the lake's position "
                                                 r"commit sequence 00000000:00000000:0000000000000001"):
         source.check_available(CommitSeqPosition("0" * 31 + "1", 0))
+
+
+def _commit(db: EmulatedDb2, key: int) -> None:
+    with db.transaction() as tx:
+        tx.insert("APP", "T", {"ID": key, "V": "a"})
+    db.capture.cycle()
+
+
+def test_retention_pruning_past_the_lake_position_is_a_lost_range(db: EmulatedDb2, tmp_path: Path) -> None:
+    _commit(db, 1)
+    source = _source(db, tmp_path)
+    position = source.current_position()
+    db.clock += dt.timedelta(days=8)  # RETENTION_LIMIT 10080 minutes: 7 days
+    _commit(db, 2)
+    source.check_available(position)  # not pruned yet: everything after the position is there
+    assert db.capture.prune() == 1
+    kept = db.select('SELECT MIN(IBMSNAP_COMMITSEQ) FROM ASNCDC."IBMSNAP_UOW"')[0][0]
+    with pytest.raises(PositionLostError) as err:
+        source.check_available(position)
+    assert str(err.value) == (
+        "Capture's retention pruning (RETENTION_LIMIT 10080 minutes, ASNCDC.IBMSNAP_CAPPARMS) has passed the lake's "
+        f"position {position.describe()}, taken at {position.captured_at}: the oldest transaction it keeps is at "
+        f"{show(kept.hex())}, and the changes committed in between may be gone\n"
+        "  fix: re-snapshot the tables: cdclake snapshot --force; then run mining more often than the retention "
+        "limit, or raise it")
+
+
+def test_retention_pruning_of_what_the_lake_has_read_is_no_gap(db: EmulatedDb2, tmp_path: Path) -> None:
+    _commit(db, 1)
+    db.clock += dt.timedelta(days=6)
+    db.capture.cycle()  # an idle cycle: Capture's synchpoint and SYNCHTIME move on
+    source = _source(db, tmp_path)
+    position = source.current_position()
+    db.clock += dt.timedelta(days=2)
+    assert db.capture.prune() == 1  # the only transaction, read before the position, is pruned
+    source.check_available(position)
+
+
+def test_a_subscription_prune_point_past_the_lake_position_is_a_lost_range(db: EmulatedDb2, tmp_path: Path) -> None:
+    _commit(db, 1)
+    source = _source(db, tmp_path)
+    position = source.current_position()
+    _commit(db, 2)
+    point = db.capture.synchpoint
+    db.set_prune_point("APP", "T", point)
+    source.check_available(position)  # Capture has not pruned yet
+    assert db.capture.prune() == 2
+    with pytest.raises(PositionLostError) as err:
+        source.check_available(position)
+    assert str(err.value) == (
+        "APP.T: the subscriptions in ASNCDC.IBMSNAP_PRUNCNTL let Capture prune its CD table ASNCDC.CDC_APP_T up to "
+        f"{show(point.hex())}, past the lake's position {position.describe()}: its changes committed in between may "
+        "be gone\n  fix: re-snapshot it: cdclake snapshot --force --tables APP.T; keep a prune-control row with a "
+        "NULL SYNCHPOINT for the table (ASNCDC.ADDTABLE makes one) so that no other subscriber's progress prunes "
+        "what cdclake has not read")
+
+
+def test_a_capture_cold_start_after_the_lake_position_empties_the_cd_tables_and_is_a_lost_range(
+        db: EmulatedDb2, tmp_path: Path) -> None:
+    _commit(db, 1)
+    source = _source(db, tmp_path)
+    position = source.current_position()
+    _commit(db, 2)
+    db.capture.cold_start()
+    assert db.select('SELECT COUNT(*) FROM ASNCDC."CDC_APP_T"') == [(0,)]
+    with pytest.raises(PositionLostError) as err:
+        source.check_available(position)
+    assert str(err.value) == (
+        f"Capture started (cold) at {show(db.capture.first_seq.hex())}, after the lake's position "
+        f"{position.describe()}: the changes committed in between were never captured\n"
+        "  fix: re-snapshot the tables: cdclake snapshot --force")
+
+
+SHARE_LOCKS = "  snapshot:\n    lock_mode: share\n    lock_timeout: 5\n    isolation: rs\n"
+
+
+def test_share_locks_hold_writers_off_until_the_table_is_written(db: EmulatedDb2, tmp_path: Path) -> None:
+    from cdclake.testing.db2_emulator import EmulatorError
+
+    _commit(db, 1)
+    source = _source(db, tmp_path, source_extra=SHARE_LOCKS)
+    start = source.snapshot_start(["APP.T"])
+    assert start.held == ["APP.T"]
+    tx = db.begin()
+    with pytest.raises(EmulatorError, match="locked IN SHARE MODE"):
+        tx.insert("APP", "T", {"ID": 2, "V": "b"})
+    source.end_snapshot_read("APP.T")
+    tx.insert("APP", "T", {"ID": 2, "V": "b"})
+    with pytest.raises(CdcError) as err:  # now the writer's open transaction holds the table
+        source.snapshot_start(["APP.T"])
+    assert str(err.value).startswith("cannot lock APP.T IN SHARE MODE for the snapshot within "
+                                     "source.snapshot.lock_timeout (5 s): ")
+    assert str(err.value).endswith(
+        "\n  fix: wait for the transactions writing them to end, raise source.snapshot.lock_timeout, or set "
+        "source.snapshot.lock_mode: none (the snapshot is exact without locks)")
+    tx.commit()
+    assert source.snapshot_start(["APP.T"]).held == ["APP.T"]
+    source.close()
+    assert db.table_locks == {}
+
+
+def test_the_snapshot_reads_at_the_configured_isolation(db: EmulatedDb2, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from unittest import mock
+
+    from cdclake.sources.db2 import source as db2_source
+
+    _commit(db, 1)
+    source = _source(db, tmp_path, source_extra=SHARE_LOCKS)
+    schema = source.snapshot_start(["APP.T"]).schemas["APP.T"]
+    seen: list[dict[str, str]] = []
+    monkeypatch.setattr(db2_source, "read_jdbc", lambda spark, url, sql, props, **kw: seen.append(props) or
+                        mock.MagicMock())
+    source.snapshot_read(mock.MagicMock(), schema)
+    assert seen[0]["defaultIsolationLevel"] == "4"  # JDBC REPEATABLE_READ: Db2's read stability
+    with pytest.raises(Exception, match=r"source.snapshot.isolation: Input should be 'cs', 'rs' or 'rr'"):
+        _source(db, tmp_path, source_extra="  snapshot:\n    isolation: ur\n")

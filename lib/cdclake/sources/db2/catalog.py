@@ -74,6 +74,15 @@ def fetch(conn: Any, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ..
         cur.close()
 
 
+def execute(conn: Any, sql: str) -> None:
+    """A statement without a result (the snapshot's locks)."""
+    cur = conn.cursor()
+    try:
+        cur.execute(sql)
+    finally:
+        cur.close()
+
+
 def registrations(conn: Any, control_schema: str) -> dict[str, Registration]:
     """Every registration, by source table ``SCHEMA.TABLE``."""
     out = {}
@@ -84,10 +93,23 @@ def registrations(conn: Any, control_schema: str) -> dict[str, Registration]:
     return out
 
 
-def high_water_mark(conn: Any, control_schema: str) -> str | None:
-    """Capture's synchpoint (32 hex digits), or None when Capture has never committed a cycle."""
+@dataclass(frozen=True)
+class Synchpoint:
+    """Capture's high-water mark: every transaction committed at or below ``seq`` is in the CD tables;
+    ``time``: the register's ``SYNCHTIME`` with it (ISO text, None if Capture has not set one)."""
+
+    seq: str
+    time: str | None
+
+
+def high_water_mark(conn: Any, control_schema: str) -> Synchpoint | None:
+    """Capture's synchpoint, or None when Capture has never committed a cycle."""
     rows = fetch(conn, Q.HIGH_WATER_MARK.format(cs=control_schema))
-    return _seq(rows[0][0]) if rows else None
+    seq = _seq(rows[0][0]) if rows else None
+    if seq is None:
+        return None
+    time = rows[0][1]
+    return Synchpoint(seq, None if time is None else time.isoformat())
 
 
 def catalog_table(conn: Any, schema: str, name: str) -> CatalogTable | None:

@@ -12,15 +12,28 @@ from cdclake.spi.config import SourceConfigBase, StrictModel
 _SCHEMA = re.compile(r"[A-Za-z_][A-Za-z0-9_@#$]{0,127}")
 
 
+#: JDBC isolation levels of the snapshot's reads (IBM JCC ``defaultIsolationLevel``): Db2's CS, RS, RR
+ISOLATION_LEVELS = {"cs": 2, "rs": 4, "rr": 8}
+
+
 class Db2SnapshotOptions(StrictModel):
     partitions: int = Field(4, ge=1, description="parallel JDBC reads (key ranges) per table")
     fetch_size: int = Field(10_000, ge=1)
     min_rows_per_partition: int = Field(50_000, ge=1, description="small tables are read in one query")
+    isolation: Literal["cs", "rs", "rr"] = Field(
+        "cs", description="isolation of the reads: cursor stability (committed rows; with currently committed "
+        "semantics, no wait on writers), read stability or repeatable read (rows read stay locked until their "
+        "read ends). Uncommitted read is not offered: a row read uncommitted and rolled back would stay")
+    lock_mode: Literal["none", "share"] = Field(
+        "none", description="share: LOCK TABLE ... IN SHARE MODE on each table before the position is taken, "
+        "held until its rows are written (writers wait, readers do not; no DDL can change it meanwhile)")
+    lock_timeout: int = Field(10, ge=-1, description="seconds a lock waits (SET CURRENT LOCK TIMEOUT; -1: "
+                              "without limit, 0: not at all)")
 
 
 class Db2MiningOptions(StrictModel):
     max_rows_per_read: int = Field(
-        2_000_000, ge=1, description="CD rows one Spark task reads at most: a table's window is split by commit "
+        250_000, ge=1, description="CD rows one Spark task reads at most: a table's window is split by commit "
         "sequence into reads of about this many rows (per the table's count in the window)")
     max_reads_per_table: int = Field(64, ge=1)
 

@@ -61,10 +61,13 @@ ZERO = "0" * (2 * SEQ_BYTES)
 @dataclass(frozen=True)
 class CommitSeqPosition(Position):
     """Everything committed at or below ``commitseq`` (32 hex digits) is in the lake; ``clock``: the commit
-    number of the last such commit in the pipeline's commit clock."""
+    number of the last such commit in the pipeline's commit clock; ``captured_at``: Capture's ``SYNCHTIME``
+    when it had read the log up to ``commitseq`` (ISO text; None where not known), which tells whether
+    Capture's retention pruning can have reached past the position."""
 
     commitseq: str
     clock: int
+    captured_at: str | None = None
 
     def __post_init__(self) -> None:
         if len(self.commitseq) != 2 * SEQ_BYTES or any(c not in "0123456789abcdef" for c in self.commitseq):
@@ -85,11 +88,15 @@ class CommitSeqPosition(Position):
         return self.clock
 
     def to_dict(self) -> dict[str, Any]:
-        return {"commitseq": self.commitseq, "clock": str(self.clock)}
+        out = {"commitseq": self.commitseq, "clock": str(self.clock)}
+        if self.captured_at is not None:
+            out["captured_at"] = self.captured_at
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CommitSeqPosition:
-        return cls(seq_hex(str(data["commitseq"])), int(data["clock"]))
+        at = data.get("captured_at")
+        return cls(seq_hex(str(data["commitseq"])), int(data["clock"]), None if at is None else str(at))
 
     def describe(self) -> str:
         return f"commit sequence {show(self.commitseq)} (commit {self.clock})"

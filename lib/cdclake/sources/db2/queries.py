@@ -21,8 +21,9 @@ REGISTRATIONS = (
 #: Capture's high-water mark: everything committed at or below it is in the CD tables (the global record's
 #: synchpoint, advanced every commit cycle; with Debezium, the newest registration synchpoint counts too)
 HIGH_WATER_MARK = (
-    "SELECT MAX(T.SYNCHPOINT) FROM (SELECT CD_NEW_SYNCHPOINT AS SYNCHPOINT FROM {cs}.IBMSNAP_REGISTER "
-    "UNION ALL SELECT SYNCHPOINT AS SYNCHPOINT FROM {cs}.IBMSNAP_REGISTER) T"
+    "SELECT MAX(T.SYNCHPOINT), MAX(T.SYNCHTIME) FROM (SELECT CD_NEW_SYNCHPOINT AS SYNCHPOINT, "
+    "CAST(NULL AS TIMESTAMP) AS SYNCHTIME FROM {cs}.IBMSNAP_REGISTER "
+    "UNION ALL SELECT SYNCHPOINT AS SYNCHPOINT, SYNCHTIME AS SYNCHTIME FROM {cs}.IBMSNAP_REGISTER) T"
 )
 
 
@@ -32,6 +33,20 @@ RESTART = (
     "FROM {cs}.IBMSNAP_RESTART"
 )
 
+
+#: how far Capture's retention pruning can have reached: the oldest transaction it kept, its retention limit
+#: (minutes) and the server's clock
+RETENTION = (
+    "SELECT (SELECT MIN(IBMSNAP_COMMITSEQ) FROM {cs}.IBMSNAP_UOW), RETENTION_LIMIT, CURRENT TIMESTAMP "
+    "FROM {cs}.IBMSNAP_CAPPARMS"
+)
+
+#: each source table's prune points: Capture prunes its CD rows up to the lowest subscription synchpoint once
+#: every subscription has one (a NULL synchpoint, as ADDTABLE's own row has, holds that pruning off)
+PRUNE_POINTS = (
+    "SELECT SOURCE_OWNER, SOURCE_TABLE, COUNT(*), COUNT(SYNCHPOINT), MIN(SYNCHPOINT) FROM {cs}.IBMSNAP_PRUNCNTL "
+    "GROUP BY SOURCE_OWNER, SOURCE_TABLE"
+)
 
 #: a table as the catalog knows it (type, when created and last altered)
 TABLE = (
@@ -57,12 +72,22 @@ UOW_LAST_BEFORE = (
 )
 
 
+#: when a transaction committed (a table's oldest pending change, for the lag)
+UOW_TIME = "SELECT IBMSNAP_LOGMARKER FROM {cs}.IBMSNAP_UOW WHERE IBMSNAP_COMMITSEQ = ?"
+
 #: a CD table's rows in a commit-sequence range, per operation: plans a window's reads and counts it
 CD_COUNT = (
     "SELECT COUNT(*), MIN(IBMSNAP_COMMITSEQ), MAX(IBMSNAP_COMMITSEQ) FROM {cd} "
     "WHERE IBMSNAP_COMMITSEQ > ? AND IBMSNAP_COMMITSEQ <= ?"
 )
 
+
+#: the oldest change a CD table still holds (a table pruned, or recreated and reloaded, is told apart by it)
+CD_OLDEST = "SELECT MIN(IBMSNAP_COMMITSEQ) FROM {cd}"
+
+#: the snapshot's table locks (``source.snapshot.lock_mode: share``), on a connection of their own
+LOCK_TIMEOUT = "SET CURRENT LOCK TIMEOUT = {seconds}"
+LOCK_TABLE = "LOCK TABLE {table} IN SHARE MODE"
 
 #: key range of a table for the snapshot's partitioned read
 KEY_RANGE = "SELECT MIN({key}), MAX({key}), COUNT(*) FROM {table}"

@@ -10,6 +10,7 @@ transaction at or below ``hi`` is complete in the CD tables, and every window en
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,7 @@ from cdclake.errors import CdcError, PositionLostError, PreflightError
 from cdclake.schema import TableSchema
 from cdclake.sources.db2 import catalog
 from cdclake.sources.db2 import queries as Q
-from cdclake.sources.db2.config import Db2SourceConfig
+from cdclake.sources.db2.config import ISOLATION_LEVELS, Db2SourceConfig
 from cdclake.sources.db2.position import CommitSeqPosition, clock_after, seq_hex, show
 from cdclake.sources.db2.reads import (
     TableRead,
@@ -34,7 +35,15 @@ from cdclake.spi.config import SourceContext
 from cdclake.spi.jdbc import read_jdbc
 from cdclake.spi.position import Position
 from cdclake.spi.records import Ddl
-from cdclake.spi.source import CommittedWindow, SnapshotStart, Source, WindowRequest, WindowSink
+from cdclake.spi.source import (
+    PENDING_SCAN_EVENTS,
+    CommittedWindow,
+    PendingChanges,
+    SnapshotStart,
+    Source,
+    WindowRequest,
+    WindowSink,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -72,6 +81,8 @@ class Db2Source(Source):
         self._conn: Any = None
         self._anchors: list[CommitSeqPosition] = []
         self._snapshot: CommitSeqPosition | None = None
+        self._lock_conn: Any = None  # holds the snapshot's table locks (its transaction stays open)
+        self._held: set[str] = set()
 
     # ---- connection ---------------------------------------------------------------------------------
 
@@ -94,6 +105,7 @@ class Db2Source(Source):
             conn.rollback()  # no read transaction stays open: it would block REMOVETABLE's DROP
 
     def close(self) -> None:
+        self.end_snapshot_read()
         if self._conn is not None:
             try:
                 self._conn.close()
@@ -144,7 +156,7 @@ class Db2Source(Source):
                         "BOOLEAN columns", f"exclude {table} (source.exclude_tables) or change the column's type")
         self.conn().rollback()
 
-    def _high_water_mark(self, required: bool = True) -> str | None:
+    def _high_water_mark(self, required: bool = True) -> catalog.Synchpoint | None:
         try:
             hwm = catalog.high_water_mark(self.conn(), self.cs)
         finally:
@@ -163,17 +175,26 @@ class Db2Source(Source):
         rows = self._fetch(Q.UOW_COUNT.format(cs=self.cs), (bytes.fromhex(lo), bytes.fromhex(hi)))
         return int(rows[0][0] or 0)
 
-    def _position_at(self, commitseq: str, anchors: list[CommitSeqPosition] | None = None) -> CommitSeqPosition:
+    def _position_at(self, commitseq: str, anchors: list[CommitSeqPosition] | None = None,
+                     captured_at: str | None = None) -> CommitSeqPosition:
         return CommitSeqPosition(commitseq, clock_after(self._anchors if anchors is None else anchors, commitseq,
-                                                        self._uow_count))
+                                                        self._uow_count), captured_at)
+
+    def _position_at_hwm(self) -> CommitSeqPosition:
+        hwm = self._high_water_mark()
+        assert hwm is not None
+        return self._position_at(hwm.seq, captured_at=hwm.time)
 
     def current_position(self) -> CommitSeqPosition:
-        return self._position_at(self._high_water_mark() or "0" * 32)
+        return self._position_at_hwm()
 
     def position_from_dict(self, data: Mapping[str, Any]) -> CommitSeqPosition:
         return CommitSeqPosition.from_dict(data)
 
     def check_available(self, start: Position) -> None:
+        """The CD tables still hold every change after ``start``: Capture did not start (cold) after it, and
+        neither retention nor a subscription's prune point has pruned past it. Checked before a window is read
+        and again after (pruning only moves forward, so rows read before a passing check were all there)."""
         assert isinstance(start, CommitSeqPosition)
         rows = self._fetch(Q.RESTART.format(cs=self.cs))
         if rows and rows[0][4] is not None and seq_hex(bytes(rows[0][4])) > start.commitseq:
@@ -182,23 +203,114 @@ class Db2Source(Source):
                 f"Capture started (cold) at {show(first)}, after the lake's position {start.describe()}: the changes "
                 f"committed in between were never captured",
                 "re-snapshot the tables: cdclake snapshot --force")
+        oldest_raw, limit, now = self._fetch(Q.RETENTION.format(cs=self.cs))[0]
+        oldest = None if oldest_raw is None else seq_hex(bytes(oldest_raw))
+        if oldest is None or oldest > start.commitseq:
+            # the UOW table keeps nothing at or before the position: retention may have pruned past it, unless
+            # the position is younger than the retention limit
+            horizon = now - dt.timedelta(minutes=int(limit)) if limit is not None and now is not None else None
+            at = dt.datetime.fromisoformat(start.captured_at) if start.captured_at else None
+            if horizon is not None and (at is None or at < horizon):
+                kept = f"the oldest transaction it keeps is at {show(oldest)}" if oldest else "it keeps none"
+                raise PositionLostError(
+                    f"Capture's retention pruning (RETENTION_LIMIT {limit} minutes, {self.cs}.IBMSNAP_CAPPARMS) "
+                    f"has passed the lake's position {start.describe()}"
+                    + (f", taken at {start.captured_at}" if start.captured_at else "")
+                    + f": {kept}, and the changes committed in between may be gone",
+                    "re-snapshot the tables: cdclake snapshot --force; then run mining more often than the "
+                    "retention limit, or raise it")
+        regs: dict[str, catalog.Registration] | None = None
+        for owner, name, subscriptions, with_point, lowest in self._fetch(Q.PRUNE_POINTS.format(cs=self.cs)):
+            table = f"{str(owner).strip()}.{str(name).strip()}"
+            if not self.config.captures(table) or not subscriptions or with_point < subscriptions or lowest is None:
+                continue
+            point = seq_hex(bytes(lowest))
+            if point <= start.commitseq:
+                continue
+            regs = self._registrations() if regs is None else regs
+            reg = regs.get(table)
+            if reg is None:
+                continue
+            cd_oldest = self._fetch(Q.CD_OLDEST.format(cd=reg.cd_sql))[0][0]
+            if cd_oldest is not None and seq_hex(bytes(cd_oldest)) <= start.commitseq:
+                continue  # Capture has not pruned up to the point yet: nothing after the position is gone
+            raise PositionLostError(
+                f"{table}: the subscriptions in {self.cs}.IBMSNAP_PRUNCNTL let Capture prune its CD table "
+                f"{reg.cd_owner}.{reg.cd_table} up to {show(point)}, past the lake's position {start.describe()}: "
+                f"its changes committed in between may be gone",
+                f"re-snapshot it: cdclake snapshot --force --tables {table}; keep a prune-control row with a NULL "
+                "SYNCHPOINT for the table (ASNCDC.ADDTABLE makes one) so that no other subscriber's progress "
+                "prunes what cdclake has not read")
+
+    def pending_changes(self, positions: Mapping[str, Position],
+                        carried: Mapping[str, frozenset[str]] | None = None,
+                        max_events: int = PENDING_SCAN_EVENTS) -> PendingChanges:
+        """Each table's CD rows after its position up to Capture's synchpoint (the distance, in CD rows) and
+        the commit time of the oldest (one indexed count per table; nothing is scanned row by row). Changes
+        Capture has not written yet (its own latency, ``COMMIT_INTERVAL``) are not seen."""
+        end = self._position_at_hwm()
+        regs = self._registrations()
+        oldest: dict[str, dt.datetime] = {}
+        distance: dict[str, int] = {}
+        for table, position in positions.items():
+            reg = regs.get(table)
+            if reg is None or not isinstance(position, CommitSeqPosition) or position.commitseq >= end.commitseq:
+                if reg is not None:
+                    distance[table] = 0
+                continue
+            count, first, _ = self._fetch(Q.CD_COUNT.format(cd=reg.cd_sql),
+                                          (bytes.fromhex(position.commitseq), bytes.fromhex(end.commitseq)))[0]
+            distance[table] = int(count or 0)
+            if first is not None:
+                at = self._fetch(Q.UOW_TIME.format(cs=self.cs), (bytes(first),))
+                if at and at[0][0] is not None:
+                    oldest[table] = at[0][0]
+        return PendingChanges(known=True, log_end=end, oldest=oldest, complete=True, distance=distance,
+                              distance_unit="CD rows", scanned=sum(distance.values()))
 
     # ---- snapshot -------------------------------------------------------------------------------------------
 
     def snapshot_start(self, tables: list[str]) -> SnapshotStart:
         regs = self._registrations()
-        position = self._position_at(self._high_water_mark() or "0" * 32)
-        schemas = {}
         for table in tables:
-            reg = regs.get(table)
-            if reg is None:
+            if table not in regs:
                 raise CdcError(f"{table} is not registered for capture in {self.cs}.IBMSNAP_REGISTER",
                                f"CALL {self.cs}.ADDTABLE('<schema>', '<table>') and VALUES "
                                f"{self.cs}.ASNCDCSERVICES('reinit','asncdc')")
-            schemas[table] = catalog.table_schema(self.conn(), reg)
+        if self.config.snapshot.lock_mode == "share":
+            self._lock_tables([regs[t] for t in tables])  # before the position: no write lands in between
+        position = self._position_at_hwm()
+        schemas = {t: catalog.table_schema(self.conn(), regs[t]) for t in tables}
         self.conn().rollback()
         self._snapshot = position
-        return SnapshotStart(position, schemas, {t: schema_ddl(s) for t, s in schemas.items()})
+        return SnapshotStart(position, schemas, {t: schema_ddl(s) for t, s in schemas.items()}, sorted(self._held))
+
+    def _lock_tables(self, regs: list[catalog.Registration]) -> None:
+        conn = self._lock_conn = self._lock_conn or self._connect()
+        try:
+            catalog.execute(conn, Q.LOCK_TIMEOUT.format(seconds=self.config.snapshot.lock_timeout))
+            for reg in regs:
+                catalog.execute(conn, Q.LOCK_TABLE.format(
+                    table=f"{quote_identifier(reg.source_owner)}.{quote_identifier(reg.source_table)}"))
+                self._held.add(reg.table)
+        except Exception as exc:
+            self.end_snapshot_read()
+            raise CdcError(f"cannot lock {', '.join(r.table for r in regs)} IN SHARE MODE for the snapshot "
+                           f"within source.snapshot.lock_timeout ({self.config.snapshot.lock_timeout} s): {exc}",
+                           "wait for the transactions writing them to end, raise source.snapshot.lock_timeout, or "
+                           "set source.snapshot.lock_mode: none (the snapshot is exact without locks)") from None
+
+    def end_snapshot_read(self, table: str | None = None) -> None:
+        if table is None:
+            self._held.clear()
+        else:
+            self._held.discard(table)
+        if not self._held and self._lock_conn is not None:
+            conn, self._lock_conn = self._lock_conn, None
+            try:
+                conn.rollback()  # ends the transaction: the locks go
+            finally:
+                conn.close()
 
     def prepare_snapshot_read(self, position: Position) -> None:
         assert isinstance(position, CommitSeqPosition)
@@ -212,6 +324,7 @@ class Db2Source(Source):
         custom = ", ".join(f"`{c.name}` {types.read_type(c)}" for c in schema.columns)
         props = jdbc_properties(self.config, custom)
         props["fetchsize"] = str(self.config.snapshot.fetch_size)
+        props.setdefault("defaultIsolationLevel", str(ISOLATION_LEVELS[self.config.snapshot.isolation]))
         bounds = self._partition_bounds(schema, table, where)
         if bounds is None:
             frame = read_jdbc(spark, self.config.spark_jdbc_url(), sql, props)
@@ -246,12 +359,13 @@ class Db2Source(Source):
         limit = request.end_limit
         hwm = self._high_water_mark()
         assert hwm is not None
-        hi = min(hwm, limit.commitseq) if isinstance(limit, CommitSeqPosition) else hwm
+        hi, captured_at = hwm.seq, hwm.time
+        if isinstance(limit, CommitSeqPosition) and limit.commitseq < hi:
+            hi, captured_at = limit.commitseq, limit.captured_at
         if hi <= start.commitseq:
             return sink.committed(CommittedWindow(start, None, dict(_EMPTY_STATS)))
-        self.check_available(start)
         anchors = [start] + [a for a in self._anchors if start.commitseq <= a.commitseq <= hi]
-        end = self._position_at(hi, anchors)
+        end = self._position_at(hi, anchors, captured_at)
         regs = self._registrations()
         reads: list[TableRead] = []
         ddls: list[Ddl] = []
@@ -265,6 +379,7 @@ class Db2Source(Source):
                                "changes after the lake's position cannot be read",
                                f"register it again (CALL {self.cs}.ADDTABLE) and re-snapshot it: cdclake snapshot "
                                f"--force --tables {table}; or exclude it (source.exclude_tables)")
+            self._check_cd_table(table, reg, start, hi)
             floor = request.floors.get(table)
             floor = floor if floor is not None and floor > start.clock else None
             version = request.versions.get(table, 0)
@@ -288,6 +403,7 @@ class Db2Source(Source):
                                        start.commitseq, cut, present))
             reads.append(TableRead(table, reg, current, new_version, self._cd_count(reg, cut, hi), floor, cut, hi))
         if not any(r.rows for r in reads):
+            self.check_available(start)
             return sink.committed(CommittedWindow(end, None, dict(_EMPTY_STATS), ddls))
         frames = [cd_rows(spark, self.config, self.types, r, start.commitseq, hi) for r in reads if r.rows]
         changes = frames[0]
@@ -296,7 +412,31 @@ class Db2Source(Source):
         uow = numbered(uow_rows(spark, self.config, start.commitseq, hi), anchors)
         floors = {r.table: r.floor for r in reads if r.floor is not None}
         rows = assemble(changes, uow, floors)
-        return self._commit_rows(sink, end, rows, reads, ddls)
+        return self._commit_rows(sink, start, end, rows, reads, ddls)
+
+    def _check_cd_table(self, table: str, reg: catalog.Registration, start: CommitSeqPosition, hi: str) -> None:
+        """A CD table created after the lake's position (REMOVETABLE + ADDTABLE: the offline procedure) lost the
+        changes its predecessor held, if any transaction committed in between and it was not reloaded."""
+        cd = catalog.catalog_table(self.conn(), reg.cd_owner, reg.cd_table)
+        self.conn().rollback()
+        if cd is None or cd.created is None:
+            return
+        if start.captured_at and cd.created < dt.datetime.fromisoformat(start.captured_at):
+            return
+        rows = self._fetch(Q.UOW_LAST_BEFORE.format(cs=self.cs),
+                           (cd.created, bytes.fromhex(start.commitseq), bytes.fromhex(hi)))
+        if not rows or rows[0][0] is None:
+            return  # nothing committed between the position and the new CD table
+        cd_oldest = self._fetch(Q.CD_OLDEST.format(cd=reg.cd_sql))[0][0]
+        if cd_oldest is not None and seq_hex(bytes(cd_oldest)) <= start.commitseq:
+            return  # recreated and reloaded with its rows
+        last = seq_hex(bytes(rows[0][0]))
+        raise PositionLostError(
+            f"{table}: its CD table {reg.cd_owner}.{reg.cd_table} was created at {cd.created.isoformat(' ')}, after "
+            f"the lake's position {start.describe()}; the changes of the transactions committed in between (up to "
+            f"{show(last)}) were in the CD table it replaced, or not captured",
+            f"re-snapshot it: cdclake snapshot --force --tables {table}; before recreating a CD table, mine until "
+            "the lake has everything (docs/db2.md, offline procedure)")
 
     def _cd_count(self, reg: catalog.Registration, lo: str, hi: str) -> int:
         rows = self._fetch(Q.CD_COUNT.format(cd=reg.cd_sql), (bytes.fromhex(lo), bytes.fromhex(hi)))
@@ -336,8 +476,8 @@ class Db2Source(Source):
         return Ddl(position, text, reg.source_owner, {table: new}, None, column_renames={table: renames} if renames
                    else {}, reread=reread)
 
-    def _commit_rows(self, sink: WindowSink, end: CommitSeqPosition, rows: DataFrame, reads: list[TableRead],
-                     ddls: list[Ddl]) -> Position:
+    def _commit_rows(self, sink: WindowSink, start: CommitSeqPosition, end: CommitSeqPosition, rows: DataFrame,
+                     reads: list[TableRead], ddls: list[Ddl]) -> Position:
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
@@ -353,6 +493,7 @@ class Db2Source(Source):
                 if known is not None:
                     raise known from None
                 raise
+            self.check_available(start)  # the rows are read: nothing was pruned under the reads
             by_table = {t: int(n) for t, n in zip(tables, row[1:], strict=True) if n}
             stats = {**_EMPTY_STATS, "events": sum(by_table.values()), "transactions": int(row[0]),
                      "rows_by_table": by_table}

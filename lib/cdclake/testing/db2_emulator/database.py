@@ -169,6 +169,7 @@ class EmulatedDb2:
         self.session_statements: list[str] = []  # what the emulated driver was sent, in order
         self.down = False  # the server does not answer
         self.locks: dict[tuple[str, str, tuple[Any, ...]], int] = {}  # row -> the open transaction changing it
+        self.table_locks: dict[tuple[str, str], int] = {}  # table -> the connection holding it IN SHARE MODE
 
     # -- storage ---------------------------------------------------------------------------------------
 
@@ -249,6 +250,13 @@ class EmulatedDb2:
                 f'INSERT INTO "{cs}"."IBMSNAP_PRUNCNTL" VALUES (\'KAFKA\', ?, ?, NULL, NULL, ?, ?, 0, \'KAFKAQUAL\', '
                 "'SET001', ?, 8, NULL, ?, ?, ?)", (schema, name, schema, name, self.database, cs, f'"{cd}"',
                                                     str(map_id)))
+
+    def set_prune_point(self, schema: str, name: str, synchpoint: bytes | None) -> None:
+        """Another subscriber (an Apply program) records how far it has applied ``schema.name``:
+        ``UPDATE ASNCDC.IBMSNAP_PRUNCNTL SET SYNCHPOINT = ...``."""
+        with self.lock:
+            self.conn.execute(f'UPDATE "{self.control_schema}"."IBMSNAP_PRUNCNTL" SET SYNCHPOINT = ? '
+                              "WHERE SOURCE_OWNER = ? AND SOURCE_TABLE = ?", (synchpoint, schema, name))
 
     def set_state(self, schema: str, name: str, state: str) -> None:
         """``UPDATE ASNCDC.IBMSNAP_REGISTER SET STATE = ...`` (Capture acts on it at its next ``reinit``)."""
@@ -413,6 +421,8 @@ class Transaction:
         if not self.open:
             raise RuntimeError("the transaction has ended")
         t = self.db.table(schema, table)
+        if (schema, table) in self.db.table_locks:  # a writer waits for a share lock; here the wait times out
+            raise EmulatorError(-911, "40001", f"{schema}.{table} is locked IN SHARE MODE (reason code 68)")
         for image in (before, after):
             if image is not None:
                 key = (schema, table, tuple(image[k] for k in t.primary_key))
@@ -545,6 +555,59 @@ class CaptureAgent:
                 raise
             db.conn.execute("COMMIT")
             return written
+
+    def prune(self) -> int:
+        """One pruning cycle (``AUTOPRUNE``, or ``asnccmd prune``); returns the CD rows deleted.
+
+        Retention: transactions whose commit (``IBMSNAP_LOGMARKER``) is older than ``RETENTION_LIMIT``
+        minutes go, with their CD rows, whether read or not. Subscriptions: a CD table whose prune-control
+        rows all have a synchpoint loses its rows up to the lowest; the UOW table, up to the lowest over all
+        tables (a NULL synchpoint, as ADDTABLE's row has, holds pruning off)."""
+        db, cs = self.db, self.db.control_schema
+        with db.lock:
+            limit = db.select(f'SELECT RETENTION_LIMIT FROM "{cs}"."IBMSNAP_CAPPARMS"')[0][0]
+            horizon = db2_timestamp_text(db.now() - dt.timedelta(minutes=int(limit)), 6)
+            expired = db.select(f'SELECT MAX(IBMSNAP_COMMITSEQ) FROM "{cs}"."IBMSNAP_UOW" '
+                                "WHERE IBMSNAP_LOGMARKER < ?", (horizon,))[0][0]
+            points = {(r[0], r[1]): r[2] if r[3] == r[4] else None for r in db.select(
+                f'SELECT SOURCE_OWNER, SOURCE_TABLE, MIN(SYNCHPOINT), COUNT(*), COUNT(SYNCHPOINT) '
+                f'FROM "{cs}"."IBMSNAP_PRUNCNTL" GROUP BY SOURCE_OWNER, SOURCE_TABLE')}
+            deleted = 0
+            db.conn.execute("BEGIN")
+            try:
+                for key, reg in db.registrations.items():
+                    upto = max((p for p in (expired, points.get(key)) if p is not None), default=None)
+                    if upto is not None:
+                        deleted += db.conn.execute(f'DELETE FROM "{cs}"."{reg.cd_table}" '
+                                                   "WHERE IBMSNAP_COMMITSEQ <= ?", (upto,)).rowcount
+                held = [points.get(k) for k in db.registrations]
+                uow_upto = max((p for p in (expired, None if None in held else min(held, default=None))
+                                if p is not None), default=None)
+                if uow_upto is not None:
+                    db.conn.execute(f'DELETE FROM "{cs}"."IBMSNAP_UOW" WHERE IBMSNAP_COMMITSEQ <= ?', (uow_upto,))
+            except BaseException:
+                db.conn.execute("ROLLBACK")
+                raise
+            db.conn.execute("COMMIT")
+            return deleted
+
+    def cold_start(self) -> None:
+        """Capture restarted with ``STARTMODE COLD``: the CD and UOW tables emptied, reading resumes at the log's
+        end (transactions committed since the last cycle, and those still open, are never captured)."""
+        db, cs = self.db, self.db.control_schema
+        with db.lock:
+            for reg in db.registrations.values():
+                db.conn.execute(f'DELETE FROM "{cs}"."{reg.cd_table}"')
+            db.conn.execute(f'DELETE FROM "{cs}"."IBMSNAP_UOW"')
+            self.pending.clear()
+            self.read_to = len(db.log)
+            self.synchpoint = self.first_seq = db.next_lsn()
+            self.restart_time = db.now()
+            synchtime = db2_timestamp_text(self.restart_time, 6)
+            self._global_record(self.synchpoint, synchtime)
+            db.conn.execute(f'DELETE FROM "{cs}"."IBMSNAP_RESTART"')
+            db.conn.execute(f'INSERT INTO "{cs}"."IBMSNAP_RESTART" VALUES (?, ?, ?, ?, ?)', (
+                self.synchpoint, synchtime, self.synchpoint, synchtime, self.first_seq))
 
     def _global_record(self, synchpoint: bytes, synchtime: str) -> None:
         db, cs = self.db, self.db.control_schema

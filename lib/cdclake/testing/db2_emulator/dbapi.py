@@ -139,14 +139,21 @@ class EmulatedConnection:
 
         self.handlers = [
             control("REGISTRATIONS"),
-            control("HIGH_WATER_MARK"),
+            control("HIGH_WATER_MARK", times=(1,)),
             control("RESTART", times=(1, 3)),
+            self._server_clock(control("RETENTION", times=(2,), sqlite=Q.RETENTION.format(cs=cs).replace(
+                "CURRENT TIMESTAMP", "?"))),
+            control("PRUNE_POINTS"),
             (_pattern(Q.TABLE), self._table),
             (_pattern(Q.COLUMNS), self._columns),
             control("UOW_COUNT"),
             self._uow_last_before(control("UOW_LAST_BEFORE")),
+            control("UOW_TIME", times=(0,)),
             (_pattern(Q.CD_COUNT), lambda g, p: direct(Q.CD_COUNT.format(cd=g["cd"]))(g, p)),
+            (_pattern(Q.CD_OLDEST), lambda g, p: direct(Q.CD_OLDEST.format(cd=g["cd"]))(g, p)),
             (_pattern(Q.KEY_RANGE), self._key_range),
+            (_pattern(Q.LOCK_TIMEOUT), lambda g, p: []),
+            (_pattern(Q.LOCK_TABLE), self._lock_table),
         ]
 
     def check(self) -> None:
@@ -166,6 +173,14 @@ class EmulatedConnection:
                 raise
             return [tuple(db2_text_time(v) if i in times else v for i, v in enumerate(r)) for r in rows]
         return run
+
+    def _server_clock(self, entry: tuple[Any, Any]) -> tuple[Any, Any]:
+        """``CURRENT TIMESTAMP``: the emulated clock."""
+        pattern, handler = entry
+
+        def run(groups: dict[str, str], params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+            return handler(groups, (db2_timestamp_text(self.db.now(), 6), *params))
+        return pattern, run
 
     @staticmethod
     def _uow_last_before(entry: tuple[Any, Any]) -> tuple[Any, Any]:
@@ -195,6 +210,22 @@ class EmulatedConnection:
         lo, hi, n = self.db.select(Q.KEY_RANGE.format(key=groups["key"], table=groups["table"]))[0]
         return [(lo, hi, n)]
 
+    def _lock_table(self, groups: dict[str, str], params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """``LOCK TABLE ... IN SHARE MODE``: held until this connection's transaction ends; a table an open
+        transaction is writing cannot be locked (the wait times out)."""
+        schema, _, name = groups["table"].partition(".")
+        key = (schema.strip('"'), name.strip('"'))
+        self.db.table(*key)
+        if any(k[:2] == key for k in self.db.locks):
+            raise EmulatorError(-911, "40001", "The current transaction has been rolled back because of a deadlock "
+                                               "or timeout.  Reason code \"68\".")
+        self.db.table_locks[key] = id(self)
+        return []
+
+    def _release(self) -> None:
+        for key in [k for k, owner in self.db.table_locks.items() if owner == id(self)]:
+            del self.db.table_locks[key]
+
     # DB-API
     def cursor(self) -> Cursor:
         self.check()
@@ -202,11 +233,14 @@ class EmulatedConnection:
 
     def commit(self) -> None:
         self.check()
+        self._release()
 
     def rollback(self) -> None:
         self.check()
+        self._release()
 
     def close(self) -> None:
+        self._release()
         self.closed = True
 
 
