@@ -1,5 +1,6 @@
-"""A Db2 mining run killed at any step of a window, or before a random write, then run again: the lake equals
-the emulated source and every window is in bronze once."""
+"""A Db2 mining run killed at any step of a window, or before a random write (in windows with the online and
+the offline schema procedure), then run again: the lake equals the emulated source and every window is in
+bronze once."""
 
 from __future__ import annotations
 
@@ -42,7 +43,20 @@ def test_killed_at_every_step_and_at_random_writes_then_rerun_ends_equal(spark, 
     writer_type, session_type = type(spark.range(1).write), type(spark)
     save, sql = writer_type.save, session_type.sql
     killed_at = []
-    for _ in range(2):
+    for round_ in range(2):
+        (schema, name) = tables[round_]
+        if round_ == 0:  # the online procedure: a column added at the end of the source and of the CD table
+            db.set_state(schema, name, "I")
+            db.add_column(schema, name, "W", "INTEGER")
+            db.add_column("ASNCDC", f"CDC_{schema}_{name}", "W", "INTEGER")
+            db.set_state(schema, name, "A")
+        else:  # the offline procedure (the lake has caught up): the CD table dropped and made anew
+            db.set_state(schema, name, "I")
+            db.remove_table(schema, name)
+            db.add_column(schema, name, "W", "VARCHAR(10)")
+            db.add_table(schema, name)
+        with db.transaction() as tx:
+            tx.update(schema, name, {"ID": db.rows(schema, name)[0]["ID"]}, {"W": 5 if round_ == 0 else "five"})
         random_workload(db, rng, tables, transactions=8)
         calls = {"n": 0}
         kill_at = rng.randint(1, 3)
@@ -63,6 +77,8 @@ def test_killed_at_every_step_and_at_random_writes_then_rerun_ends_equal(spark, 
         monkeypatch.setattr(session_type, "sql", sql)
         db2_pipeline(spark, db, tmp_path / "lake").mine()
         assert_lake_equals_emulated(spark, pipeline, db)
+    entries = pipeline.control.latest_entries()
+    assert all(entries[f"{s}.{n}"].schema.column_names[-1] == "W" for s, n in tables)  # type: ignore[union-attr]
     windows = [m["window_id"] for m in bronze_markers(spark, pipeline)]
     assert len(windows) == len(set(windows)), "a window is in bronze twice"
     assert killed_at, "no run was killed: the kill points are past every write of a window"
