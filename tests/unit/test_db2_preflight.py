@@ -54,26 +54,36 @@ def test_an_inactive_registration_names_the_update_and_reinit(db: EmulatedDb2, t
     db.set_state("APP", "T", "I")
     with pytest.raises(PreflightError) as err:
         _source(db, tmp_path).preflight()
-    text = str(err.value)
-    assert text.startswith("the registration of APP.T is not active (STATE 'I'): Capture does not capture it")
-    assert "UPDATE ASNCDC.IBMSNAP_REGISTER SET STATE = 'A' WHERE SOURCE_OWNER = 'APP' AND SOURCE_TABLE = 'T'" in text
-    assert "cdclake snapshot --force --tables APP.T" in text
+    assert str(err.value) == (
+        "the registration of APP.T is not active (STATE 'I'): Capture does not capture it\n"
+        "  fix: UPDATE ASNCDC.IBMSNAP_REGISTER SET STATE = 'A' WHERE SOURCE_OWNER = 'APP' AND SOURCE_TABLE = 'T', "
+        "then VALUES ASNCDC.ASNCDCSERVICES('reinit','asncdc'); changes made while it was inactive are lost: "
+        "'cdclake snapshot --force --tables APP.T' afterwards")
 
 
 def test_a_boolean_column_is_refused_at_preflight(db: EmulatedDb2, tmp_path: Path) -> None:
     db.create_table("APP", "FLAGS", [("ID", "INTEGER", False), ("OK", "BOOLEAN", True)], ["ID"])
     db.add_table("APP", "FLAGS")
     db.capture.cycle()
-    with pytest.raises(PreflightError, match=r"APP\.FLAGS\.OK is BOOLEAN: SQL Replication does not capture tables "
-                                             r"with BOOLEAN columns\n  fix: exclude APP\.FLAGS"):
+    with pytest.raises(PreflightError) as err:
         _source(db, tmp_path).preflight()
+    assert str(err.value) == (
+        "APP.FLAGS.OK is BOOLEAN: SQL Replication does not capture tables with BOOLEAN columns\n"
+        "  fix: exclude APP.FLAGS (source.exclude_tables) or change the column's type")
 
 
 def test_an_unreachable_server_names_the_connection_keys(db: EmulatedDb2, tmp_path: Path) -> None:
     db.down = True
-    with pytest.raises(PreflightError, match=r"cannot connect to Db2 emulated:50000/TESTDB: .*SQL30081N.*"
-                                             r"\n  fix: check source.host, port, database, user and password"):
+    with pytest.raises(PreflightError) as err:
         _source(db, tmp_path).preflight()
+    assert str(err.value) == (
+        "cannot connect to Db2 emulated:50000/TESTDB: ibm_db_dbi::OperationalError: [IBM][CLI Driver]"
+        "[DB2/LINUXX8664] SQL30081N  A communication error has been detected. Communication protocol being used: "
+        "\"TCP/IP\".  Communication API being used: \"SOCKETS\".  Location where the error was detected: "
+        "\"127.0.0.1\".  Communication function detecting the error: \"connect\".  Protocol specific error "
+        "code(s): \"111\", \"*\", \"*\".  SQLSTATE=08001 SQLCODE=-30081\n"
+        "  fix: check source.host, port, database, user and password, and that the server accepts TCP/IP "
+        "connections")
 
 
 def test_a_capture_cold_start_after_the_lake_position_is_a_lost_range(db: EmulatedDb2, tmp_path: Path) -> None:
