@@ -11,8 +11,8 @@ all in Spark, with no row passing through the driver:
   with ``CHG_UPD_TO_DEL_INS = 'N'``) is an update with its after image only;
 * every commit gets its number in the commit clock (:mod:`cdclake.sources.db2.position`): the newest anchor at
   or below it plus its rank among the UOW rows after that anchor;
-* ``seq`` = commit number × ``SEQ_SPAN`` + the change's rank in its transaction (by intent sequence, across
-  tables).
+* ``seq`` = commit number × ``SEQ_SPAN`` + the change's rank in its transaction by (table, intent sequence):
+  a table's changes keep their order, and one sort per commit serves pairing and numbering.
 """
 
 from __future__ import annotations
@@ -141,12 +141,19 @@ def assemble(changes: DataFrame, uow: DataFrame, floors: Mapping[str, int]) -> D
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    in_commit = Window.partitionBy("source_table", "commitseq").orderBy("intentseq")
-    paired = (changes.withColumn("prev_op", F.lag("operation").over(in_commit))
-              .withColumn("next_op", F.lead("operation").over(in_commit))
-              .withColumn("next_image", F.lead("image").over(in_commit)))
+    # Every step below is per commit: one shuffle by commitseq serves the pairing, the UOW join and the numbering.
+    # A table's rows of a commit are adjacent when ordered by (table, intent sequence); a pair is a D row and
+    # the next row of the same table, an I.
+    in_commit = Window.partitionBy("commitseq").orderBy("source_table", "intentseq")
+    same_prev = F.lag("source_table").over(in_commit) == F.col("source_table")
+    same_next = F.lead("source_table").over(in_commit) == F.col("source_table")
+    # the change's number in its commit (gaps where a pair's I row goes): orders a table's changes, one sort
+    paired = (changes.withColumn("prev_op", F.when(same_prev, F.lag("operation").over(in_commit)))
+              .withColumn("next_op", F.when(same_next, F.lead("operation").over(in_commit)))
+              .withColumn("next_image", F.when(same_next, F.lead("image").over(in_commit)))
+              .withColumn("in_commit", F.row_number().over(in_commit)))
     events = paired.where("NOT (operation = 'I' AND prev_op <=> 'D')").selectExpr(
-        "source_table", "schema_version", "commitseq", "intentseq",
+        "source_table", "schema_version", "commitseq", "intentseq", "in_commit",
         "CASE WHEN operation = 'D' AND next_op <=> 'I' THEN 'u' WHEN operation = 'D' THEN 'd' "
         "WHEN operation = 'I' THEN 'c' WHEN operation = 'U' THEN 'u' END AS op",
         "CASE WHEN operation = 'D' THEN image END AS before",
@@ -158,11 +165,10 @@ def assemble(changes: DataFrame, uow: DataFrame, floors: Mapping[str, int]) -> D
     if floors:
         keep = " ".join(f"WHEN source_table = '{_sql_str(t)}' THEN clock > {f}" for t, f in floors.items())
         guarded = guarded.where(f"CASE {keep} ELSE true END")
-    in_txn = Window.partitionBy("commitseq").orderBy("intentseq", "source_table")
     return guarded.select(
         "source_table", "op",
         (F.col("clock").cast("decimal(38,0)") * F.lit(SEQ_SPAN).cast("decimal(38,0)")
-         + F.row_number().over(in_txn).cast("decimal(38,0)")).cast("decimal(38,0)").alias("seq"),
+         + F.col("in_commit").cast("decimal(38,0)")).cast("decimal(38,0)").alias("seq"),
         F.concat(F.substring("commitseq", 1, 8), F.lit(":"), F.substring("commitseq", 9, 8), F.lit(":"),
                  F.substring("commitseq", 17, 16)).alias("position"),
         F.col("uowid").alias("txid"), "commit_ts", "schema_version", "before", "after")
