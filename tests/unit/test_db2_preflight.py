@@ -212,3 +212,15 @@ def test_the_snapshot_reads_at_the_configured_isolation(db: EmulatedDb2, tmp_pat
     assert seen[0]["defaultIsolationLevel"] == "4"  # JDBC REPEATABLE_READ: Db2's read stability
     with pytest.raises(Exception, match=r"source.snapshot.isolation: Input should be 'cs', 'rs' or 'rr'"):
         _source(db, tmp_path, source_extra="  snapshot:\n    isolation: ur\n")
+
+
+def test_a_capture_far_behind_is_warned_at_preflight(db: EmulatedDb2, tmp_path: Path,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    db.capture.cycle()
+    source = _source(db, tmp_path)
+    source.preflight()
+    assert "Capture's synchpoint is" not in caplog.text
+    db.clock += dt.timedelta(hours=2)  # Capture stopped: no cycle since
+    source.preflight()
+    assert "Capture's synchpoint is 7200 s old (SYNCHTIME 2026-01-01T00:00:00." in caplog.text
+    assert "check VALUES ASNCDC.ASNCDCSERVICES('status','asncdc')" in caplog.text

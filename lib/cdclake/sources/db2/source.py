@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: preflight warns when Capture's synchpoint is older than this (Capture stopped, or far behind the log)
+CAPTURE_BEHIND_WARN_S = 600
+
 _EMPTY_STATS = {"events": 0, "transactions": 0, "rolled_back": 0, "rows_by_table": {}, "truncates": 0,
                 "partial": False}
 
@@ -155,6 +158,19 @@ class Db2Source(Source):
                         f"{table}.{column.name} is {column.source_type}: SQL Replication does not capture tables with "
                         "BOOLEAN columns", f"exclude {table} (source.exclude_tables) or change the column's type")
         self.conn().rollback()
+        behind = self._capture_behind(hwm)
+        if behind is not None and behind > CAPTURE_BEHIND_WARN_S:
+            log.warning("Capture's synchpoint is %.0f s old (SYNCHTIME %s in %s.IBMSNAP_REGISTER): Capture is "
+                        "stopped or far behind, and windows end there; check VALUES "
+                        "%s.ASNCDCSERVICES('status','asncdc')",
+                        behind, hwm.time, self.cs, self.cs)
+
+    def _capture_behind(self, hwm: catalog.Synchpoint) -> float | None:
+        """Seconds from Capture's ``SYNCHTIME`` to the server's clock (None if Capture has not set one)."""
+        if hwm.time is None:
+            return None
+        now = self._fetch(Q.RETENTION.format(cs=self.cs))[0][2]
+        return None if now is None else (now - dt.datetime.fromisoformat(hwm.time)).total_seconds()
 
     def _high_water_mark(self, required: bool = True) -> catalog.Synchpoint | None:
         try:
@@ -248,7 +264,12 @@ class Db2Source(Source):
         """Each table's CD rows after its position up to Capture's synchpoint (the distance, in CD rows) and
         the commit time of the oldest (one indexed count per table; nothing is scanned row by row). Changes
         Capture has not written yet (its own latency, ``COMMIT_INTERVAL``) are not seen."""
-        end = self._position_at_hwm()
+        hwm = self._high_water_mark()
+        assert hwm is not None
+        end = self._position_at(hwm.seq, captured_at=hwm.time)
+        behind = self._capture_behind(hwm)
+        note = (f"Capture's synchpoint is {behind:.0f} s old: changes after it are not counted"
+                if behind is not None and behind > 60 else None)
         regs = self._registrations()
         oldest: dict[str, dt.datetime] = {}
         distance: dict[str, int] = {}
@@ -266,7 +287,7 @@ class Db2Source(Source):
                 if at and at[0][0] is not None:
                     oldest[table] = at[0][0]
         return PendingChanges(known=True, log_end=end, oldest=oldest, complete=True, distance=distance,
-                              distance_unit="CD rows", scanned=sum(distance.values()))
+                              distance_unit="CD rows", scanned=sum(distance.values()), note=note)
 
     # ---- snapshot -------------------------------------------------------------------------------------------
 
