@@ -12,6 +12,7 @@ from cdclake.testing.db2_emulator import EmulatedDb2
 from cdclake.testing.db2_emulator.workload import create_typed_tables, random_row, random_workload
 
 from tests.integration.db2_helpers import assert_lake_equals_emulated, db2_pipeline
+from tests.integration.kill_helpers import kill_at_write
 from tests.integration.oracle_helpers import bronze_markers
 
 pytestmark = pytest.mark.integration
@@ -40,8 +41,6 @@ def test_killed_at_every_step_and_at_random_writes_then_rerun_ends_equal(spark, 
     assert db2_pipeline(spark, db, tmp_path / "lake").mine().resumed
     assert_lake_equals_emulated(spark, pipeline, db)
 
-    writer_type, session_type = type(spark.range(1).write), type(spark)
-    save, sql = writer_type.save, session_type.sql
     killed_at = []
     for round_ in range(2):
         (schema, name) = tables[round_]
@@ -58,23 +57,12 @@ def test_killed_at_every_step_and_at_random_writes_then_rerun_ends_equal(spark, 
         with db.transaction() as tx:
             tx.update(schema, name, {"ID": db.rows(schema, name)[0]["ID"]}, {"W": 5 if round_ == 0 else "five"})
         random_workload(db, rng, tables, transactions=8)
-        calls = {"n": 0}
         kill_at = rng.randint(1, 3)
-
-        def counted(original, self, *args, _calls=calls, _kill=kill_at, **kwargs):  # type: ignore[no-untyped-def]
-            _calls["n"] += 1
-            if _calls["n"] == _kill:
-                raise SimulatedKill(f"random kill at write/statement {_kill}")
-            return original(self, *args, **kwargs)
-
-        monkeypatch.setattr(writer_type, "save", lambda self, *a, **k: counted(save, self, *a, **k))
-        monkeypatch.setattr(session_type, "sql", lambda self, *a, **k: counted(sql, self, *a, **k))
-        try:
-            db2_pipeline(spark, db, tmp_path / "lake").mine()
-        except SimulatedKill:
-            killed_at.append(kill_at)
-        monkeypatch.setattr(writer_type, "save", save)
-        monkeypatch.setattr(session_type, "sql", sql)
+        with kill_at_write(spark, monkeypatch, kill_at):
+            try:
+                db2_pipeline(spark, db, tmp_path / "lake").mine()
+            except SimulatedKill:
+                killed_at.append(kill_at)
         db2_pipeline(spark, db, tmp_path / "lake").mine()
         assert_lake_equals_emulated(spark, pipeline, db)
     entries = pipeline.control.latest_entries()

@@ -10,6 +10,7 @@ import pytest
 from cdclake.engine.faults import CRASH_ENV, CRASH_MODE_ENV, SimulatedKill
 from cdclake.testing.logminer_sim import SimulatedOracle, create_typed_tables, random_workload
 
+from tests.integration.kill_helpers import kill_at_write
 from tests.integration.oracle_helpers import assert_lake_equals_simulated, bronze_markers, oracle_pipeline
 
 pytestmark = pytest.mark.integration
@@ -62,31 +63,18 @@ def test_killed_at_random_writes_then_rerun_ends_equal(spark, tmp_path, monkeypa
     pipeline = oracle_pipeline(spark, db, tmp_path)
     pipeline.snapshot()
     names = [f"{o}.{t}" for o, t in tables]
-    writer_type, session_type = type(spark.range(1).write), type(spark)
-    save, sql = writer_type.save, session_type.sql
     carried = db.begin(thread=2)
     carried.insert("APP", "ACCOUNTS", {"ID": 888888, "NAME": "carried"})
     killed_at = []
     for n in range(4):
         random_workload(db, rng, tables, transactions=10, lob=False, p_jump=0)
         carried.update("APP", "ACCOUNTS", {"ID": 888888}, {"AMOUNT": n})
-        calls = {"n": 0}
         kill_at = rng.randint(1, 14)
-
-        def counted(original, self, *args, _calls=calls, _kill=kill_at, **kwargs):  # type: ignore[no-untyped-def]
-            _calls["n"] += 1
-            if _calls["n"] == _kill:
-                raise SimulatedKill(f"random kill at write/statement {_kill}")
-            return original(self, *args, **kwargs)
-
-        monkeypatch.setattr(writer_type, "save", lambda self, *a, **k: counted(save, self, *a, **k))
-        monkeypatch.setattr(session_type, "sql", lambda self, *a, **k: counted(sql, self, *a, **k))
-        try:
-            pipeline.mine()
-        except SimulatedKill:
-            killed_at.append(kill_at)
-        monkeypatch.setattr(writer_type, "save", save)
-        monkeypatch.setattr(session_type, "sql", sql)
+        with kill_at_write(spark, monkeypatch, kill_at):
+            try:
+                pipeline.mine()
+            except SimulatedKill:
+                killed_at.append(kill_at)
         pipeline.mine()
         windows = [m["window_id"] for m in bronze_markers(spark, pipeline)]
         assert len(windows) == len(set(windows)), f"kill at {kill_at}: a window is in bronze twice"
