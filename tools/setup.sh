@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Idempotent set-up: system packages (MariaDB server, sysbench), the virtualenvs (.venv for cdclake and
+# Idempotent set-up: system packages (MariaDB and PostgreSQL servers, sysbench), the virtualenvs (.venv for cdclake and
 # Spark, .venv-airflow for Airflow 3), and the JVM jars.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,10 +8,17 @@ need_apt=()
 command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need_apt+=(mariadb-server mariadb-client)
 command -v sysbench >/dev/null 2>&1 || need_apt+=(sysbench)
 command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)  # javac: cdclake's JVM code
+# PostgreSQL's server binaries: the tests start their own throwaway clusters (cdclake.testing.postgres)
+compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need_apt+=(postgresql)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "cdclake setup: missing Debian packages ${need_apt[*]}; run 'make setup' as root or install them." >&2
     exit 1
+  fi
+  if [[ " ${need_apt[*]} " == *" postgresql "* ]]; then
+    # only the binaries: no system-wide cluster is created (tests never use one)
+    mkdir -p /etc/postgresql-common/createcluster.d
+    echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.d/cdclake.conf
   fi
   echo "cdclake setup: installing ${need_apt[*]}"
   apt-get update -qq
