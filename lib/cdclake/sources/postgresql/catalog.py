@@ -1,0 +1,147 @@
+"""What the PostgreSQL source reads on its driver connection: server settings, its role, the slot, the
+publication, and the captured tables' replica identities. Every statement is here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cdclake.sources.postgresql.pgoutput import parse_lsn
+
+SERVER = (
+    "SELECT current_setting('wal_level'), current_setting('max_replication_slots')::int, "
+    "(SELECT count(*) FROM pg_replication_slots)::int, current_setting('max_wal_senders')::int, "
+    "(SELECT count(*) FROM pg_stat_replication)::int, (SELECT system_identifier::text FROM pg_control_system()), "
+    "current_setting('server_version_num')::int, pg_encoding_to_char(encoding) "
+    "FROM pg_database WHERE datname = current_database()"
+)
+ROLE = "SELECT rolreplication, rolsuper FROM pg_roles WHERE rolname = current_user"
+SLOT = (
+    "SELECT plugin, slot_type, database, temporary, active, active_pid, restart_lsn::text, confirmed_flush_lsn::text, "
+    "wal_status, safe_wal_size FROM pg_replication_slots WHERE slot_name = %s"
+)
+PUBLICATION = (
+    "SELECT puballtables, pubinsert, pubupdate, pubdelete, pubtruncate, pubviaroot FROM pg_publication "
+    "WHERE pubname = %s"
+)
+PUBLICATION_TABLES = (
+    "SELECT schemaname, tablename, attnames IS NOT NULL AND cardinality(attnames) < ("
+    "SELECT count(*) FROM pg_attribute a WHERE a.attrelid = format('%%I.%%I', schemaname, tablename)::regclass "
+    "AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''), rowfilter IS NOT NULL "
+    "FROM pg_publication_tables WHERE pubname = %s"
+)
+#: ordinary and partitioned tables (not partitions) with their replica identity and whether a key backs it
+TABLES = (
+    "SELECT n.nspname, c.relname, c.relkind, c.relreplident, "
+    "EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary), "
+    "EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisreplident) "
+    "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition "
+    "AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%'"
+)
+WAL_LSN = "SELECT pg_current_wal_flush_lsn()::text"
+
+
+def fetch(conn: Any, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    return [tuple(r) for r in conn.execute(sql, tuple(params) or None).fetchall()]
+
+
+@dataclass(frozen=True)
+class Server:
+    wal_level: str
+    max_slots: int
+    slots_used: int
+    max_senders: int
+    senders_used: int
+    system: str
+    version: int
+    encoding: str
+
+
+@dataclass(frozen=True)
+class Slot:
+    plugin: str | None
+    slot_type: str
+    database: str | None
+    temporary: bool
+    active: bool
+    active_pid: int | None
+    restart_lsn: int | None
+    confirmed_flush_lsn: int | None
+    wal_status: str | None
+    safe_wal_size: int | None
+
+
+@dataclass(frozen=True)
+class Publication:
+    all_tables: bool
+    insert: bool
+    update: bool
+    delete: bool
+    truncate: bool
+    via_root: bool
+    #: ``schema.table`` -> (published with a column list, published with a row filter)
+    tables: dict[str, tuple[bool, bool]]
+
+
+@dataclass(frozen=True)
+class Table:
+    schema: str
+    name: str
+    partitioned: bool
+    replica_identity: str  # d, n, f, i
+    has_primary_key: bool
+    has_identity_index: bool
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.schema}.{self.name}"
+
+    @property
+    def identity_lacks_key(self) -> bool:
+        """Updates and deletes of this table fail once it is published (PostgreSQL refuses them): no row
+        identity to send."""
+        return (self.replica_identity == "n" or (self.replica_identity == "d" and not self.has_primary_key)
+                or (self.replica_identity == "i" and not self.has_identity_index))
+
+
+def server(conn: Any) -> Server:
+    r = fetch(conn, SERVER)[0]
+    return Server(str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]), str(r[5]), int(r[6]), str(r[7]))
+
+
+def role(conn: Any) -> tuple[bool, bool]:
+    """(REPLICATION, SUPERUSER) of the connected role."""
+    r = fetch(conn, ROLE)[0]
+    return bool(r[0]), bool(r[1])
+
+
+def slot(conn: Any, name: str) -> Slot | None:
+    rows = fetch(conn, SLOT, (name,))
+    if not rows:
+        return None
+    r = rows[0]
+    return Slot(r[0], str(r[1]), r[2], bool(r[3]), bool(r[4]), r[5], None if r[6] is None else parse_lsn(r[6]),
+                None if r[7] is None else parse_lsn(r[7]), r[8], None if r[9] is None else int(r[9]))
+
+
+def publication(conn: Any, name: str) -> Publication | None:
+    rows = fetch(conn, PUBLICATION, (name,))
+    if not rows:
+        return None
+    r = rows[0]
+    tables = {f"{s}.{t}": (bool(cols), bool(filt)) for s, t, cols, filt in fetch(conn, PUBLICATION_TABLES, (name,))}
+    return Publication(bool(r[0]), bool(r[1]), bool(r[2]), bool(r[3]), bool(r[4]), bool(r[5]), tables)
+
+
+def tables(conn: Any) -> dict[str, Table]:
+    out = {}
+    for s, t, kind, ident, pk, ident_index in fetch(conn, TABLES):
+        table = Table(str(s), str(t), kind == "p", str(ident), bool(pk), bool(ident_index))
+        out[table.qualified] = table
+    return out
+
+
+def flush_lsn(conn: Any) -> int:
+    return parse_lsn(fetch(conn, WAL_LSN)[0][0])

@@ -1,0 +1,95 @@
+"""The PostgreSQL source's preflight: every setting, privilege and object logical decoding needs, each
+failure naming the problem and the statement that fixes it (docs/postgresql-design.md, section 8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdclake.errors import PreflightError
+from cdclake.sources.postgresql import catalog
+
+
+def check(conn: Any, captured: list[str], slot_name: str, publication_name: str, create_publication: bool,
+          all_tables: dict[str, catalog.Table] | None = None) -> None:
+    """Raise :class:`PreflightError` for the first thing that stops capture of ``captured`` (``schema.table``)."""
+    server = catalog.server(conn)
+    if server.wal_level != "logical":
+        raise PreflightError(f"wal_level is {server.wal_level}: logical decoding needs wal_level = logical",
+                             "ALTER SYSTEM SET wal_level = logical; then restart the server")
+    if server.encoding != "UTF8":
+        raise PreflightError(f"the database's encoding is {server.encoding}: pgoutput's text values are read as "
+                             "UTF-8", "capture a UTF8 database (CREATE DATABASE ... ENCODING 'UTF8')")
+    replication, superuser = catalog.role(conn)
+    if not (replication or superuser):
+        raise PreflightError("the source's user has neither REPLICATION nor SUPERUSER: it cannot use a replication "
+                             "slot", "ALTER ROLE <user> REPLICATION (as a superuser)")
+    slot = catalog.slot(conn, slot_name)
+    if slot is None:
+        if server.max_slots - server.slots_used < 2:
+            raise PreflightError(
+                f"{server.slots_used} of max_replication_slots = {server.max_slots} are in use: cdclake needs one "
+                "for its slot and one more (temporary) for each snapshot",
+                "ALTER SYSTEM SET max_replication_slots = <more>; restart, or drop unused slots "
+                "(pg_drop_replication_slot)")
+        if server.max_senders - server.senders_used < 1:
+            raise PreflightError(
+                f"{server.senders_used} of max_wal_senders = {server.max_senders} are in use: creating the slot "
+                "with its snapshot needs one for a moment", "ALTER SYSTEM SET max_wal_senders = <more>; restart")
+    else:
+        if slot.slot_type != "logical" or slot.plugin != "pgoutput":
+            raise PreflightError(f"replication slot {slot_name} is {slot.slot_type} with plugin {slot.plugin}, not a "
+                                 "logical slot of pgoutput", "set source.slot to another name, or drop the slot")
+        current = catalog.fetch(conn, "SELECT current_database()")[0][0]
+        if slot.database != current:
+            raise PreflightError(f"replication slot {slot_name} decodes database {slot.database}, not {current}",
+                                 "set source.slot to a slot of this database (or another name)")
+    tables = catalog.tables(conn) if all_tables is None else all_tables
+    missing = [t for t in captured if t not in tables]
+    if missing:
+        raise PreflightError(f"no such table (or a partition, captured through its root): {', '.join(missing)}",
+                             "check source.include_tables")
+    no_identity = [t for t in captured if tables[t].identity_lacks_key]
+    if no_identity:
+        raise PreflightError(
+            f"{', '.join(no_identity)} {'has' if len(no_identity) == 1 else 'have'} no replica identity (no primary "
+            "key, REPLICA IDENTITY NOTHING, or an identity index that is gone): once published, the application's "
+            "UPDATE and DELETE of it fail, and no change could name its row",
+            "; ".join(f"ALTER TABLE {_quoted(tables[t])} REPLICA IDENTITY FULL" for t in no_identity)
+            + " (or add a primary key); or exclude it (source.exclude_tables)")
+    pub = catalog.publication(conn, publication_name)
+    if pub is None:
+        if not create_publication:
+            raise PreflightError(f"publication {publication_name} does not exist (source.create_publication is "
+                                 "false)", f"CREATE PUBLICATION {publication_name} FOR TABLE "
+                                 + ", ".join(_quoted(tables[t]) for t in captured) + " WITH (publish_via_partition_"
+                                 "root = true)")
+        return
+    actions = [a for a, on in (("insert", pub.insert), ("update", pub.update), ("delete", pub.delete),
+                               ("truncate", pub.truncate)) if not on]
+    if actions:
+        raise PreflightError(f"publication {publication_name} does not publish {', '.join(actions)}: those changes "
+                             "would never reach the lake",
+                             f"ALTER PUBLICATION {publication_name} SET (publish = 'insert, update, delete, truncate')")
+    if not pub.via_root and any(tables[t].partitioned for t in captured):
+        raise PreflightError(f"publication {publication_name} publishes partitions under their own names: a "
+                             "partitioned table's changes would not reach its lake table",
+                             f"ALTER PUBLICATION {publication_name} SET (publish_via_partition_root = true)")
+    partial = [t for t in captured if t in pub.tables and any(pub.tables[t])]
+    if partial:
+        raise PreflightError(f"publication {publication_name} publishes only some columns or rows of "
+                             f"{', '.join(partial)} (a column list or a row filter): the lake would lack the rest",
+                             f"ALTER PUBLICATION {publication_name} SET TABLE ... without column lists or WHERE")
+    uncovered = [t for t in captured if not pub.all_tables and t not in pub.tables]
+    if uncovered and not create_publication:
+        raise PreflightError(f"publication {publication_name} does not cover {', '.join(uncovered)}",
+                             f"ALTER PUBLICATION {publication_name} ADD TABLE "
+                             + ", ".join(_quoted(tables[t]) for t in uncovered))
+
+
+def _quoted(table: catalog.Table) -> str:
+    return f'{_ident(table.schema)}.{_ident(table.name)}'
+
+
+def _ident(name: str) -> str:
+    plain = name.isidentifier() and name == name.lower() and name.isascii()
+    return name if plain else '"' + name.replace('"', '""') + '"'
