@@ -41,6 +41,24 @@ TABLES = (
     "AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%'"
 )
 WAL_LSN = "SELECT pg_current_wal_flush_lsn()::text"
+#: a type: its base type's name and category (a domain's base), its kind, a domain's typmod
+TYPE = (
+    "SELECT bt.typname, bt.typcategory, t.typtype, CASE WHEN t.typtype = 'd' THEN t.typtypmod END FROM pg_type t "
+    "JOIN pg_type bt ON bt.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END WHERE t.oid = %s"
+)
+FORMAT_TYPE = "SELECT format_type(%s, %s)"
+#: a table's live columns by number (a renamed column keeps its number)
+ATTNUMS = (
+    "SELECT attname, attnum FROM pg_attribute WHERE attrelid = to_regclass(format('%%I.%%I', %s::text, %s::text)) "
+    "AND attnum > 0 AND NOT attisdropped"
+)
+
+
+def attnums(conn: Any, table: str) -> dict[str, int]:
+    """``schema.table``'s column numbers by name, as the catalog has them now (empty if the table is gone; no
+    error, so that it may run inside the window's read transaction)."""
+    schema, name = table.split(".", 1)
+    return {str(n): int(a) for n, a in fetch(conn, ATTNUMS, (schema, name))}
 
 
 def fetch(conn: Any, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -145,3 +163,32 @@ def tables(conn: Any) -> dict[str, Table]:
 
 def flush_lsn(conn: Any) -> int:
     return parse_lsn(fetch(conn, WAL_LSN)[0][0])
+
+
+class TypeCatalog:
+    """Type OIDs as :class:`cdclake.sources.postgresql.decoder.TypeInfo`, read once per OID (and type text once
+    per OID and typmod)."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self._types: dict[int, Any] = {}
+        self._texts: dict[tuple[int, int], str] = {}
+
+    def declared(self, oid: int, typmod: int) -> str:
+        key = (oid, typmod)
+        if key not in self._texts:
+            self._texts[key] = str(fetch(self.conn, FORMAT_TYPE, key)[0][0])
+        return self._texts[key]
+
+    def __call__(self, oid: int) -> Any:
+        from cdclake.sources.postgresql.decoder import TypeInfo
+
+        if oid not in self._types:
+            rows = fetch(self.conn, TYPE, (oid,))
+            if not rows:
+                raise KeyError(f"type OID {oid} is not in pg_type (dropped since the change was written?)")
+            base, category, kind, domain_typmod = rows[0]
+            self._types[oid] = TypeInfo(str(base), str(category), str(kind),
+                                        lambda typmod, _oid=oid: self.declared(_oid, typmod),
+                                        None if domain_typmod is None else int(domain_typmod))
+        return self._types[oid]

@@ -27,7 +27,7 @@ COLUMNS = (
     "SELECT a.attname, CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END::int, "
     "CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END, format_type(a.atttypid, a.atttypmod), "
     "t.typtype, a.atttypid::int, a.attnotnull, pg_get_expr(d.adbin, d.adrelid), a.attgenerated, "
-    "array_position(i.indkey::int2[], a.attnum), bt.typname, bt.typcategory "
+    "array_position(i.indkey::int2[], a.attnum), bt.typname, bt.typcategory, a.attnum "
     "FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
     "JOIN pg_type bt ON bt.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END "
     "LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
@@ -65,11 +65,14 @@ def _delta_type(base: str, typmod: int, category: str, array: bool) -> str:
 
 
 def column_from_catalog(name: str, base: str, type_oid: int, declared: str, kind: str, typmod: int,
-                        not_null: bool, default: Any, generated: str, keyseq: Any, category: str = "") -> Column:
+                        not_null: bool, default: Any, generated: str, keyseq: Any, category: str = "",
+                        attnum: int | None = None) -> Column:
     """A column from its :data:`COLUMNS` row (``base``: the base type's name, e.g. ``numeric``, ``_int4``
-    for an array)."""
+    for an array; ``attnum``: its number in the table, which a rename keeps)."""
     array = base.startswith("_") or category == "A"
     attrs: dict[str, Any] = {"base": base, "oid": int(type_oid), "typmod": int(typmod), "kind": kind}
+    if attnum is not None:
+        attrs["attnum"] = int(attnum)
     if array:
         attrs["array"] = True
     if keyseq:
@@ -84,9 +87,9 @@ def columns(conn: Any, qualified: str) -> list[Column]:
     """``qualified``'s columns (``"schema"."table"``) from the catalog."""
     out = []
     for (name, type_oid, typmod, declared, kind, _, not_null, default, generated, keyseq, base,
-         category) in conn.execute(COLUMNS, (qualified,)).fetchall():
+         category, attnum) in conn.execute(COLUMNS, (qualified,)).fetchall():
         out.append(column_from_catalog(name, base, type_oid, declared, kind, typmod, not_null, default, generated,
-                                       keyseq, category))
+                                       keyseq, category, attnum))
     return out
 
 

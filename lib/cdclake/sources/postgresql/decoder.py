@@ -1,0 +1,203 @@
+"""pgoutput messages -> the engine's log records (:mod:`cdclake.spi.records`), with the schema history.
+
+Logical decoding carries no DDL. pgoutput sends a Relation message (the table's columns, their types and
+type modifiers) before a relation's first change in each peek and again after any ALTER TABLE; a Relation
+whose columns differ from the schema in force becomes a :class:`~cdclake.spi.records.Ddl` at the start of the
+transaction that first shows it, and the rows after it are decoded with its columns. A Relation that repeats
+the schema in force (every peek re-sends them; an ALTER of a default re-sends too) changes nothing.
+
+Values stay their output text (the canonical value, :mod:`.types`). An unchanged TOASTed value is not sent:
+the column is listed as unavailable and the lake keeps its value. A key change (an Update carrying the old
+key) is an update whose before image has the old key; the MERGE deletes the old row and writes the new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from cdclake.schema import Column, TableSchema
+from cdclake.sources.postgresql.pgoutput import (
+    UNCHANGED_TOAST,
+    Begin,
+    Commit,
+    Decoded,
+    Delete,
+    Insert,
+    Relation,
+    Truncate,
+    Update,
+    Value,
+    commit_time,
+)
+from cdclake.sources.postgresql.position import LsnPosition
+from cdclake.sources.postgresql.types import column_from_catalog
+from cdclake.spi import records as R
+from cdclake.spi.logrows import UNAVAILABLE_KEY
+
+
+@dataclass(frozen=True)
+class TypeInfo:
+    """What the catalog says of a type OID: its base type's name and category, the declared text, its kind and
+    (for a domain) the base's typmod."""
+
+    base: str
+    category: str
+    kind: str
+    declared: Callable[[int], str]  # typmod -> format_type text
+    domain_typmod: int | None = None
+
+
+class ChangeDecoder:
+    """Turns one window's messages into log records. ``schemas``/``versions``: the registry at the window's start;
+    ``type_info``: OID -> :class:`TypeInfo` (the catalog, cached by the caller); ``captures``: whether a table
+    (``schema.table``) is captured; ``floors``: tables whose changes and column changes at or below an ordinal
+    are in the lake already."""
+
+    def __init__(self, schemas: dict[str, TableSchema], versions: dict[str, int], next_version: int,
+                 type_info: Callable[[int], TypeInfo], captures: Callable[[str], bool],
+                 floors: dict[str, int] | None = None, system: str | None = None,
+                 attnums: Callable[[str], dict[str, int]] | None = None) -> None:
+        self.schemas = dict(schemas)
+        self.versions = dict(versions)
+        self.next_version = next_version
+        self.type_info = type_info
+        self.captures = captures
+        self.floors = floors or {}
+        self.system = system
+        self.attnums = attnums or (lambda table: {})
+        self.relations: dict[int, tuple[str, Relation]] = {}
+        self._txid = ""
+        self._begin_lsn = 0
+
+    def records(self, messages: Iterable[Decoded]) -> Iterator[R.LogRecord]:
+        for m in messages:
+            if isinstance(m, Begin):
+                self._txid, self._begin_lsn = str(m.xid), m.final_lsn
+                yield R.Begin(self._txid, LsnPosition(m.final_lsn, self.system))
+            elif isinstance(m, Commit):
+                yield R.Commit(self._txid, LsnPosition(m.end_lsn, self.system), commit_time(m.commit_time_us))
+            elif isinstance(m, Relation):
+                ddl = self._relation(m)
+                if ddl is not None:
+                    yield ddl
+            elif isinstance(m, (Insert, Update, Delete)):
+                change = self._row(m)
+                if change is not None:
+                    yield change
+            elif isinstance(m, Truncate):
+                for relid in m.relids:
+                    table = self.relations.get(relid, ("", None))[0]
+                    if table in self.schemas:
+                        yield R.RowChange(self._txid, table, "t", None, None, self.versions.get(table, 0))
+
+    # -- schema --------------------------------------------------------------------------------------------
+
+    def _relation(self, rel: Relation) -> R.Ddl | None:
+        table = f"{rel.namespace}.{rel.name}"
+        self.relations[rel.relid] = (table, rel)
+        if not self.captures(table):
+            return None
+        old = self.schemas.get(table)
+        new = self._schema(table, rel, old)
+        if old is not None and _shape(old) == _shape(new):
+            return None
+        position = LsnPosition(self._begin_lsn, self.system)
+        if old is not None and self._begin_lsn <= self.floors.get(table, -1):
+            self.schemas[table] = new  # the snapshot already has this shape
+            return None
+        # a rename keeps the column's number (Relation messages carry none: the catalog's numbers, looked up by
+        # the new names, against the numbers the schema in force recorded)
+        by_number = {c.attrs["attnum"]: c.name for c in old.columns if "attnum" in c.attrs} if old else {}
+        renames = {by_number[c.attrs["attnum"]]: c.name for c in new.columns
+                   if c.attrs.get("attnum") in by_number and by_number[c.attrs["attnum"]] != c.name}
+        self.schemas[table] = new
+        self.versions[table] = self.next_version
+        self.next_version += 1
+        text = (f"-- {table} now has " + ", ".join(f"{c.name} {c.source_type}" for c in new.columns)
+                + (f"; renamed {', '.join(f'{a} to {b}' for a, b in renames.items())}" if renames else ""))
+        return R.Ddl(position, text, rel.namespace, {table: new}, None,
+                     column_renames={table: renames} if renames else {})
+
+    def _schema(self, table: str, rel: Relation, old: TableSchema | None) -> TableSchema:
+        previous = {c.name: c for c in old.columns} if old is not None else {}
+        numbers = self.attnums(table)
+        columns: list[Column] = []
+        for rc in rel.columns:
+            info = self.type_info(rc.type_oid)
+            typmod = info.domain_typmod if info.domain_typmod is not None else rc.typmod
+            was = previous.get(rc.name)
+            col = column_from_catalog(rc.name, info.base, rc.type_oid, info.declared(rc.typmod), info.kind, typmod,
+                                      not (was.nullable if was is not None else True),
+                                      was.default if was is not None else None, "", None, info.category,
+                                      numbers.get(rc.name))
+            columns.append(col)
+        names = [c.name for c in columns]
+        if old is not None and old.primary_key and all(k in names for k in old.primary_key):
+            key = list(old.primary_key)
+        elif rel.replica_identity in ("d", "i"):
+            key = [rc.name for rc in rel.columns if rc.key]
+        else:
+            key = []
+        schema, name = table.split(".", 1)
+        return TableSchema(schema, name, columns, key)
+
+    # -- rows ----------------------------------------------------------------------------------------------
+
+    def _row(self, m: Insert | Update | Delete) -> R.RowChange | None:
+        table, _ = self.relations.get(m.relid, ("", None))
+        schema = self.schemas.get(table)
+        if schema is None:
+            return None
+        names = [c.name for c in schema.columns]
+        version = self.versions.get(table, 0)
+        if isinstance(m, Insert):
+            return R.RowChange(self._txid, table, "c", None, _image(names, m.new), version)
+        if isinstance(m, Update):
+            after = _image(names, m.new)
+            before = None
+            if m.old is not None:
+                before = _image(names, m.old, missing_unavailable=m.old_kind == "K")
+                if m.old_kind == "O":  # REPLICA IDENTITY FULL: the old row has the value the new one lacks
+                    after = _fill(after, before)
+            return R.RowChange(self._txid, table, "u", before, after, version)
+        before = _image(names, m.old, missing_unavailable=m.old_kind == "K")
+        return R.RowChange(self._txid, table, "d", before, None, version)
+
+
+def _image(names: list[str], values: tuple[Value, ...], missing_unavailable: bool = False) -> dict[str, Any]:
+    """A row image by column name; unchanged TOASTed values listed under UNAVAILABLE_KEY. A key-only old image
+    (``missing_unavailable``) keeps its key columns only: the others are sent as NULL but are not known."""
+    out: dict[str, Any] = {}
+    unavailable = []
+    for name, value in zip(names, values, strict=False):
+        if missing_unavailable and value.kind == "n":
+            continue
+        if value.kind == UNCHANGED_TOAST:
+            unavailable.append(name)
+        else:
+            out[name] = value.text
+    if unavailable:
+        out[UNAVAILABLE_KEY] = unavailable
+    return out
+
+
+def _fill(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
+    missing = after.get(UNAVAILABLE_KEY)
+    if not missing:
+        return after
+    out = {k: v for k, v in after.items() if k != UNAVAILABLE_KEY}
+    still = []
+    for name in missing:
+        if name in before:
+            out[name] = before[name]
+        else:
+            still.append(name)
+    if still:
+        out[UNAVAILABLE_KEY] = still
+    return out
+
+
+def _shape(schema: TableSchema) -> list[tuple[str, Any, Any]]:
+    return [(c.name, c.attrs.get("oid"), c.attrs.get("typmod")) for c in schema.columns]
