@@ -1,0 +1,258 @@
+"""The PostgreSQL source: a logical replication slot (pgoutput) read in bounded windows, a snapshot exact at the
+slot's consistent point (docs/postgresql-design.md).
+
+* **Snapshot**: the publication first (changes are decoded only for tables published before them), then the slot
+  with its snapshot exported; every Spark partition reads inside that snapshot (:mod:`.snapshot`). Tables added
+  later are read in the snapshot of a temporary slot, at its own consistent point.
+* **Windows**: ``pg_logical_slot_peek_binary_changes`` up to the server's flushed WAL when the run began (or a
+  window's recorded end): whole transactions, decoded on the driver (:mod:`.stream`, :mod:`.decoder`).
+* **Exactly once**: peek never moves the slot. A window starts by confirming the slot up to its start, which the
+  lake has committed (``pg_replication_slot_advance``); a run killed at any instant reads the same transactions
+  again. The slot retains WAL from the lake's position on, and moves on every window, empty ones too, so an
+  idle captured database does not hold WAL that other databases write.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from cdclake.errors import CdcError, PositionLostError, PreflightError
+from cdclake.schema import TableSchema
+from cdclake.sources.postgresql import catalog, preflight, stream
+from cdclake.sources.postgresql.config import SESSION_SETTINGS, PostgresSourceConfig
+from cdclake.sources.postgresql.decoder import ChangeDecoder
+from cdclake.sources.postgresql.pgoutput import lsn_text
+from cdclake.sources.postgresql.position import LsnPosition
+from cdclake.sources.postgresql.snapshot import (
+    GUARD,
+    ExportedSnapshot,
+    create_slot_with_snapshot,
+    guarded,
+    jdbc_options,
+)
+from cdclake.sources.postgresql.types import PostgresTypeMapper, columns, quote_identifier
+from cdclake.spi.config import SourceContext
+from cdclake.spi.jdbc import read_jdbc
+from cdclake.spi.position import Position
+from cdclake.spi.records import LogRecord, WindowEnd
+from cdclake.spi.source import RecordSource, SnapshotStart
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+KEY_RANGE = "SELECT min({key})::bigint, max({key})::bigint, count(*) FROM {table}"
+
+
+def _options() -> str:
+    """libpq ``options``: the session settings on every connection, the replication one included."""
+    return " ".join(f"-c {name}={value.replace(' ', '')}" for name, value in SESSION_SETTINGS.items())
+
+
+class PostgresSource(RecordSource):
+    connector = "postgresql"
+    windows_end_on_transaction_boundaries = True
+
+    def __init__(self, config: PostgresSourceConfig, context: SourceContext,
+                 connect: Callable[[], Any] | None = None) -> None:
+        self.config = config
+        self.context = context
+        self.types = PostgresTypeMapper()
+        self.slot = config.slot_name(context.pipeline)
+        self.publication = config.publication_name(context.pipeline)
+        self._connect = connect
+        self._conn: Any = None
+        self._system: str | None = None
+        self._snapshot: ExportedSnapshot | None = None
+
+    # ---- connection ---------------------------------------------------------------------------------------
+
+    def settings(self) -> dict[str, Any]:
+        c = self.config
+        return {"host": c.host, "port": c.port, "user": c.user, "password": c.password.get_secret_value(),
+                "dbname": c.database, "connect_timeout": c.connect_timeout, "options": _options()}
+
+    def conn(self) -> Any:
+        if self._conn is None:
+            import psycopg
+
+            try:
+                self._conn = self._connect() if self._connect else psycopg.connect(**self.settings(), autocommit=True)
+            except psycopg.OperationalError as exc:
+                raise PreflightError(f"cannot connect to PostgreSQL {self.config.host}:{self.config.port}/"
+                                     f"{self.config.database}: {str(exc).strip()}",
+                                     "check source.host, port, database, user and password, and pg_hba.conf"
+                                     ) from None
+        return self._conn
+
+    def close(self) -> None:
+        self.end_snapshot_read()
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            finally:
+                self._conn = None
+
+    def system(self) -> str:
+        if self._system is None:
+            self._system = catalog.server(self.conn()).system
+        return self._system
+
+    # ---- tables -----------------------------------------------------------------------------------------
+
+    def captured_tables(self) -> list[str]:
+        return sorted(t for t in catalog.tables(self.conn()) if self.config.captures(t))
+
+    def preflight(self) -> None:
+        preflight.check(self.conn(), self.captured_tables(), self.slot, self.publication,
+                        self.config.create_publication)
+
+    def _table_schema(self, table: str) -> TableSchema:
+        schema, name = table.split(".", 1)
+        cols = columns(self.conn(), f"{quote_identifier(schema)}.{quote_identifier(name)}")
+        key = [c.name for c in sorted((c for c in cols if "keyseq" in c.attrs), key=lambda c: c.attrs["keyseq"])]
+        return TableSchema(schema, name, cols, key)
+
+    # ---- positions ------------------------------------------------------------------------------------------
+
+    def current_position(self) -> LsnPosition:
+        return LsnPosition(catalog.flush_lsn(self.conn()), self.system())
+
+    def position_from_dict(self, data: Mapping[str, Any]) -> LsnPosition:
+        return LsnPosition.from_dict(data)
+
+    def check_available(self, start: Position) -> None:
+        assert isinstance(start, LsnPosition)
+        if start.system is not None and start.system != self.system():
+            raise PositionLostError(
+                f"the lake's position {start.describe()} is of database system {start.system}, this server is "
+                f"{self.system()} (a failover, a restore or another cluster): its WAL has no such position",
+                "re-snapshot the tables on this server: cdclake snapshot --force")
+        slot = catalog.slot(self.conn(), self.slot)
+        if slot is None:
+            raise PositionLostError(f"replication slot {self.slot} does not exist (dropped): the changes after the "
+                                    f"lake's position {start.describe()} are gone",
+                                    "re-snapshot the tables: cdclake snapshot --force (creates the slot anew)")
+        if slot.wal_status == "lost" or slot.restart_lsn is None:
+            raise PositionLostError(
+                f"replication slot {self.slot} was invalidated (wal_status {slot.wal_status}; "
+                "max_slot_wal_keep_size): the WAL after the lake's position "
+                f"{start.describe()} is gone", "re-snapshot the tables: cdclake snapshot --force; then mine more "
+                "often than max_slot_wal_keep_size lasts, or raise it")
+        if slot.confirmed_flush_lsn is not None and slot.confirmed_flush_lsn > start.lsn:
+            raise PositionLostError(
+                f"replication slot {self.slot} was confirmed up to LSN {lsn_text(slot.confirmed_flush_lsn)}, past "
+                f"the lake's position {start.describe()}: another consumer moved it, and the changes in between "
+                "are gone", "re-snapshot the tables: cdclake snapshot --force; give cdclake a slot of its own")
+
+    # ---- snapshot -------------------------------------------------------------------------------------------
+
+    def snapshot_start(self, tables: list[str]) -> SnapshotStart:
+        conn = self.conn()
+        known = catalog.tables(conn)
+        preflight.check(conn, tables, self.slot, self.publication, self.config.create_publication, known)
+        self._publish(tables, known)
+        self.end_snapshot_read()
+        exists = catalog.slot(conn, self.slot) is not None
+        name = f"{self.slot}_snap" if exists else self.slot
+        self._snapshot = create_slot_with_snapshot(self.settings(), name, temporary=exists)
+        # the schemas as of the snapshot: read in the holder's transaction
+        holder = self._snapshot.holder
+        schemas = {}
+        for table in tables:
+            schema, tname = table.split(".", 1)
+            cols = columns(holder, f"{quote_identifier(schema)}.{quote_identifier(tname)}")
+            key = [c.name for c in sorted((c for c in cols if "keyseq" in c.attrs),
+                                          key=lambda c: c.attrs["keyseq"])]
+            schemas[table] = TableSchema(schema, tname, cols, key)
+        position = LsnPosition(self._snapshot.consistent_point, self.system())
+        ddl = {t: f"-- {t}: " + ", ".join(f"{c.name} {c.source_type}" for c in s.columns) for t, s in schemas.items()}
+        return SnapshotStart(position, schemas, ddl)
+
+    def _publish(self, tables: list[str], known: dict[str, catalog.Table]) -> None:
+        pub = catalog.publication(self.conn(), self.publication)
+        names = {t: f"{quote_identifier(known[t].schema)}.{quote_identifier(known[t].name)}" for t in tables}
+        if pub is None:
+            if not self.config.create_publication:
+                return  # preflight has named it
+            self.conn().execute(f"CREATE PUBLICATION {self.publication} FOR TABLE {', '.join(names.values())} "
+                                "WITH (publish_via_partition_root = true)")
+            return
+        missing = [t for t in tables if not pub.all_tables and t not in pub.tables]
+        if missing and self.config.create_publication:
+            self.conn().execute(f"ALTER PUBLICATION {self.publication} ADD TABLE "
+                                + ", ".join(names[t] for t in missing))
+
+    def prepare_snapshot_read(self, position: Position) -> None:
+        if self._snapshot is None or not isinstance(position, LsnPosition) \
+                or position.lsn != self._snapshot.consistent_point:
+            raise CdcError(f"the snapshot at {position.describe()} can no longer be read: its exported snapshot "
+                           "ended with the process that held it", "run the snapshot (or backfill) again")
+
+    def end_snapshot_read(self, table: str | None = None) -> None:
+        if table is None and self._snapshot is not None:
+            snap, self._snapshot = self._snapshot, None
+            snap.release()
+
+    def snapshot_read(self, spark: SparkSession, schema: TableSchema, where: str | None = None) -> DataFrame:
+        if self._snapshot is None:
+            raise CdcError("no exported snapshot is open: snapshot_read without snapshot_start",
+                           "run cdclake snapshot")
+        table = f"{quote_identifier(schema.database)}.{quote_identifier(schema.table)}"
+        cols = ", ".join(f"{self.types.read_sql(c)} AS {quote_identifier(c.name)}" for c in schema.columns)
+        select = f"SELECT {cols} FROM {table}" + (f" WHERE {where}" if where else "")
+        props = {"driver": "org.postgresql.Driver", "user": self.config.user,
+                 "password": self.config.password.get_secret_value(),
+                 **jdbc_options(self._snapshot, self.config.snapshot.fetch_size), **self.config.jdbc_options,
+                 "customSchema": ", ".join(f"`{c.name}` STRING" for c in schema.columns) + f", {GUARD} INT"}
+        sql = f"({guarded(select, self._snapshot)}) cdclake_t"
+        bounds = None if where else self._partition_bounds(schema, table)
+        if bounds is None:
+            frame = read_jdbc(spark, self.config.spark_jdbc_url(), sql, props)
+        else:
+            key, low, high, parts = bounds
+            frame = read_jdbc(spark, self.config.spark_jdbc_url(), sql, props, column=key, lower_bound=low,
+                              upper_bound=high + 1, num_partitions=parts)
+        return frame.where(f"{GUARD} = 1").drop(GUARD)
+
+    def _partition_bounds(self, schema: TableSchema, table: str) -> tuple[str, int, int, int] | None:
+        if len(schema.primary_key) != 1:
+            return None
+        key = schema.column(schema.primary_key[0])
+        if key.attrs.get("base") not in ("int2", "int4", "int8"):
+            return None
+        low, high, count = self.conn().execute(KEY_RANGE.format(key=quote_identifier(key.name), table=table)
+                                               ).fetchone()
+        per = self.config.snapshot.min_rows_per_partition
+        parts = min(self.config.snapshot.partitions, max(1, int(count or 0) // per))
+        if low is None or parts < 2:
+            return None
+        return key.name, int(low), int(high), parts
+
+    # ---- mining ---------------------------------------------------------------------------------------------
+
+    def mine(self, start: Position, end: Position, schemas: dict[str, TableSchema], next_schema_version: int,
+             max_events: int | None = None, floors: dict[str, int] | None = None) -> Iterator[LogRecord]:
+        assert isinstance(start, LsnPosition) and isinstance(end, LsnPosition)
+        conn = self.conn()
+        stream.advance(conn, self.slot, start.lsn)  # the lake has everything before the window's start
+        upto = min(end.lsn, start.lsn + self.config.mining.max_window_bytes)
+        if upto <= start.lsn:
+            yield WindowEnd(start)
+            return
+        result = stream.WindowRead(upto)
+        versions = {t: next_schema_version - 1 for t in schemas}  # the history's newest entry of each table
+        decoder = ChangeDecoder(schemas, versions, next_schema_version, catalog.TypeCatalog(conn),
+                                self.config.captures, floors, self.system(),
+                                attnums=lambda table: catalog.attnums(conn, table))
+        # max_events counts row changes; peek counts messages (about two more per transaction): a bound above it
+        limit = None if max_events is None else max(1, max_events)
+        yield from decoder.records(stream.read_window(conn, self.slot, self.publication, upto, limit, result))
+        yield WindowEnd(LsnPosition(result.end, self.system()))
+
+
+def source_for(config: PostgresSourceConfig, context: SourceContext) -> PostgresSource:
+    return PostgresSource(config, context)
