@@ -110,9 +110,10 @@ class PostgresSource(RecordSource):
         preflight.check(self.conn(), self.captured_tables(), self.slot, self.publication,
                         self.config.create_publication)
 
-    def _table_schema(self, table: str) -> TableSchema:
+    def _table_schema(self, table: str, conn: Any = None) -> TableSchema:
+        """``table``'s schema from the catalog (``conn``: e.g. the snapshot holder's, to read it in the snapshot)."""
         schema, name = table.split(".", 1)
-        cols = columns(self.conn(), f"{quote_identifier(schema)}.{quote_identifier(name)}")
+        cols = columns(conn or self.conn(), f"{quote_identifier(schema)}.{quote_identifier(name)}")
         key = [c.name for c in sorted((c for c in cols if "keyseq" in c.attrs), key=lambda c: c.attrs["keyseq"])]
         return TableSchema(schema, name, cols, key)
 
@@ -160,14 +161,7 @@ class PostgresSource(RecordSource):
         name = f"{self.slot}_snap" if exists else self.slot
         self._snapshot = create_slot_with_snapshot(self.settings(), name, temporary=exists)
         # the schemas as of the snapshot: read in the holder's transaction
-        holder = self._snapshot.holder
-        schemas = {}
-        for table in tables:
-            schema, tname = table.split(".", 1)
-            cols = columns(holder, f"{quote_identifier(schema)}.{quote_identifier(tname)}")
-            key = [c.name for c in sorted((c for c in cols if "keyseq" in c.attrs),
-                                          key=lambda c: c.attrs["keyseq"])]
-            schemas[table] = TableSchema(schema, tname, cols, key)
+        schemas = {table: self._table_schema(table, self._snapshot.holder) for table in tables}
         position = LsnPosition(self._snapshot.consistent_point, self.system())
         ddl = {t: f"-- {t}: " + ", ".join(f"{c.name} {c.source_type}" for c in s.columns) for t, s in schemas.items()}
         return SnapshotStart(position, schemas, ddl)
