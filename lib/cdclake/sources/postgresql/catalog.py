@@ -1,9 +1,10 @@
-"""What the PostgreSQL source reads on its driver connection: server settings, its role, the slot, the
-publication, and the captured tables' replica identities. Every statement is here."""
+"""What the PostgreSQL source reads from the catalog on its driver connection: server settings, its role, the
+slot, the publication, the captured tables' replica identities, types. (The window's peek and the slot's
+confirmation are in :mod:`.stream`, a table's columns in :mod:`.types`.)"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,9 +166,20 @@ def flush_lsn(conn: Any) -> int:
     return parse_lsn(fetch(conn, WAL_LSN)[0][0])
 
 
+@dataclass(frozen=True)
+class TypeInfo:
+    """What the catalog says of a type OID: its base type's name and category, the declared text, its kind and
+    (for a domain) the base's typmod."""
+
+    base: str
+    category: str
+    kind: str
+    declared: Callable[[int], str]  # typmod -> format_type text
+    domain_typmod: int | None = None
+
+
 class TypeCatalog:
-    """Type OIDs as :class:`cdclake.sources.postgresql.decoder.TypeInfo`, read once per OID (and type text once
-    per OID and typmod)."""
+    """Type OIDs as :class:`TypeInfo`, read once per OID (and type text once per OID and typmod)."""
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
@@ -180,9 +192,7 @@ class TypeCatalog:
             self._texts[key] = str(fetch(self.conn, FORMAT_TYPE, key)[0][0])
         return self._texts[key]
 
-    def __call__(self, oid: int) -> Any:
-        from cdclake.sources.postgresql.decoder import TypeInfo
-
+    def __call__(self, oid: int) -> TypeInfo:
         if oid not in self._types:
             rows = fetch(self.conn, TYPE, (oid,))
             if not rows:

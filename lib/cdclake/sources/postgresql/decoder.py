@@ -14,10 +14,10 @@ key) is an update whose before image has the old key; the MERGE deletes the old 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from cdclake.schema import Column, TableSchema
+from cdclake.sources.postgresql.catalog import TypeInfo
 from cdclake.sources.postgresql.pgoutput import (
     UNCHANGED_TOAST,
     Begin,
@@ -35,18 +35,6 @@ from cdclake.sources.postgresql.position import LsnPosition
 from cdclake.sources.postgresql.types import column_from_catalog
 from cdclake.spi import records as R
 from cdclake.spi.logrows import UNAVAILABLE_KEY
-
-
-@dataclass(frozen=True)
-class TypeInfo:
-    """What the catalog says of a type OID: its base type's name and category, the declared text, its kind and
-    (for a domain) the base's typmod."""
-
-    base: str
-    category: str
-    kind: str
-    declared: Callable[[int], str]  # typmod -> format_type text
-    domain_typmod: int | None = None
 
 
 class ChangeDecoder:

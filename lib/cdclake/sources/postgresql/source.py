@@ -153,8 +153,11 @@ class PostgresSource(RecordSource):
 
     def snapshot_start(self, tables: list[str]) -> SnapshotStart:
         conn = self.conn()
-        known = catalog.tables(conn)
-        preflight.check(conn, tables, self.slot, self.publication, self.config.create_publication, known)
+        known = catalog.tables(conn)  # the run's preflight has checked the captured tables already
+        missing = [t for t in tables if t not in known]
+        if missing:
+            raise CdcError(f"no such table (or a partition, captured through its root): {', '.join(missing)}",
+                           "check source.include_tables")
         self._publish(tables, known)
         self.end_snapshot_read()
         exists = catalog.slot(conn, self.slot) is not None
