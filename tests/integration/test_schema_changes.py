@@ -1,11 +1,12 @@
-"""Every kind of schema change MariaDB accepts, mined in both table modes: the lake equals the source.
+"""Every kind of schema change MariaDB accepts, mined: the lake equals the source.
 
 One workload per table mode (``lake.table_features``: compatible, spark), shared by the tests of this
-module: each group of grammar forms (forms that touch columns of their own share a group) runs on a
-table of its own, with DML before and after its statements in the same window and more DML in the
-next one; several statements share a window. The forms are written from the MariaDB/MySQL reference
-grammar (``ALTER TABLE``, ``CREATE TABLE``, ``RENAME TABLE``...). One test per form checks its table
-against the source, values and columns.
+module; the spark mode runs the groups whose forms it applies differently (column placement, drops and
+renames in the metadata, type widening) and the parked one. Each group of grammar forms (forms that
+touch columns of their own share a group) runs on a table of its own, with DML before and after its
+statements in the same window and more DML in the next one; several statements share a window. The
+forms are written from the MariaDB/MySQL reference grammar (``ALTER TABLE``, ``CREATE TABLE``,
+``RENAME TABLE``...). One test per form checks its table against the source, values and columns.
 
 A statement cdclake cannot apply (``TRUNCATE PARTITION``: rows go without row events) parks only its
 table; the run says so, the other tables are mined, and ``backfill`` brings the table back.
@@ -14,7 +15,7 @@ table; the run says so, the other tables are mined, and ``backfill`` brings the 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,17 +44,27 @@ class Group:
     session: list[str] = field(default_factory=list)  # before the statements, on their connection
     more_tables: list[str] = field(default_factory=list)  # other tables the forms make, to compare too
     parked: bool = False
+    modes: tuple[str, ...] = ("compatible",)  # the table modes it runs in: both where they apply it differently
+
+
+MODES = ("compatible", "spark")
 
 
 GROUPS = [
     # the ADD COLUMN forms name columns of their own, so they share a table (one table less to snapshot
-    # and MERGE per group); the session's zone is the one the temporal literals are read in
+    # and MERGE per group): where the column goes, in both modes
     Group("add", {
         "add_first": "ALTER TABLE {t} ADD COLUMN n1 INT FIRST",
         "add_after_default": "ALTER TABLE {t} ADD COLUMN n2 VARCHAR(10) DEFAULT 'x' AFTER a",
         "add_not_null_implicit": "ALTER TABLE {t} ADD COLUMN n3 INT NOT NULL",
         "add_if_not_exists": "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS a INT, ADD COLUMN IF NOT EXISTS n4 BIGINT "
                              "DEFAULT 7",
+        "add_virtual": "ALTER TABLE {t} ADD COLUMN g1 INT AS (a + k) VIRTUAL",
+        "add_stored": "ALTER TABLE {t} ADD COLUMN g2 VARCHAR(40) AS (CONCAT(b, '-')) STORED",
+    }, modes=MODES),
+    # the value existing rows get from each kind of default; the session's zone is the one the temporal
+    # literals are read in
+    Group("add_defaults", {
         "add_list": "ALTER TABLE {t} ADD (n5 VARCHAR(5) DEFAULT 'q', n6 DECIMAL(6,2) DEFAULT 1.5)",
         "add_timestamp_literal_zone": "ALTER TABLE {t} ADD COLUMN t1 TIMESTAMP NOT NULL DEFAULT '2021-06-01 12:00:00'",
         "add_datetime_fraction": "ALTER TABLE {t} ADD COLUMN t2 DATETIME(3) DEFAULT '2020-01-01 00:00:00.123'",
@@ -62,22 +73,20 @@ GROUPS = [
         "add_constant_expression": "ALTER TABLE {t} ADD COLUMN x1 INT DEFAULT (1 + 2)",
         "add_row_expression": "ALTER TABLE {t} ADD COLUMN x2 INT DEFAULT (a * 2)",
         "add_nondeterministic": "ALTER TABLE {t} ADD COLUMN x3 VARCHAR(36) DEFAULT (UUID())",
-        "add_virtual": "ALTER TABLE {t} ADD COLUMN g1 INT AS (a + k) VIRTUAL",
-        "add_stored": "ALTER TABLE {t} ADD COLUMN g2 VARCHAR(40) AS (CONCAT(b, '-')) STORED",
     }, session=["SET time_zone = '+05:00'"]),
     Group("drop_rename", {
         "drop": "ALTER TABLE {t} DROP COLUMN b",
         "drop_if_exists": "ALTER TABLE {t} DROP COLUMN IF EXISTS zz, DROP COLUMN IF EXISTS dt",
         "rename_column": "ALTER TABLE {t} RENAME COLUMN a TO a2",
         "change_rename_widen": "ALTER TABLE {t} CHANGE d d2 DECIMAL(12,2) DEFAULT 0",
-    }),
+    }, modes=MODES),
     Group("modify", {
         "modify_widen": "ALTER TABLE {t} MODIFY a BIGINT",
         "modify_to_text": "ALTER TABLE {t} MODIFY a VARCHAR(20)",
         "modify_text_to_int": "ALTER TABLE {t} MODIFY b INT",
         "modify_decimal_scale": "ALTER TABLE {t} MODIFY d DECIMAL(8,1)",
         "modify_fraction_down": "ALTER TABLE {t} MODIFY dt DATETIME",
-    }),
+    }, modes=MODES),
     Group("defaults_order_clauses", {  # columns of their own again: defaults and order on a, b, e; the rest on dt
         "set_default": "ALTER TABLE {t} ALTER COLUMN b SET DEFAULT 'zz'",
         "drop_default": "ALTER TABLE {t} ALTER COLUMN a DROP DEFAULT",
@@ -87,7 +96,7 @@ GROUPS = [
                                   "DROP COLUMN dt, ALGORITHM=COPY, LOCK=SHARED",
         "quoted_default": "ALTER TABLE {t} ADD COLUMN `dä-sh` VARCHAR(5) DEFAULT 'a''b', ALGORITHM=INSTANT",
         "convert_charset": "ALTER TABLE {t} CONVERT TO CHARACTER SET latin1",
-    }),
+    }, modes=MODES),
     Group("keys", {
         "primary_key_change": "ALTER TABLE {t} DROP PRIMARY KEY, ADD PRIMARY KEY (id, k)",
         "unique_key_add": "ALTER TABLE {t} ADD UNIQUE KEY uk_a (a)",
@@ -98,7 +107,7 @@ GROUPS = [
     Group("table_rename", {
         "rename_table": "RENAME TABLE {t} TO {t}_r",
         "alter_rename_table": "ALTER TABLE {t}_r RENAME TO {t}_r2",
-    }, table="{t}_r2"),
+    }, table="{t}_r2", modes=MODES),
     Group("create", {
         "create_plain": "CREATE TABLE {t}_c (id INT PRIMARY KEY, v VARCHAR(10) DEFAULT 'v')",
         "create_like": "CREATE TABLE {t}_l LIKE {t}",
@@ -110,10 +119,10 @@ GROUPS = [
                                 "(1000), PARTITION p2 VALUES LESS THAN MAXVALUE)",
         "partition_truncate": "ALTER TABLE {t} TRUNCATE PARTITION p0",
     }, create=BASE + " PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (3), PARTITION p1 VALUES LESS THAN "
-       "MAXVALUE)", parked=True),
+       "MAXVALUE)", parked=True, modes=MODES),
 ]
-FORMS = [(g.name, form) for g in GROUPS if not g.parked for form in g.forms]
-MODES = ["compatible", "spark"]
+FORMS = [(mode, g.name, form) for mode in MODES for g in GROUPS if mode in g.modes and not g.parked
+         for form in g.forms]
 
 
 def _named(sql: str, group: str) -> str:
@@ -143,9 +152,9 @@ class Outcome:
     states: dict  # table -> its state after the two windows
 
 
-@pytest.fixture(scope="module", params=MODES)
-def mined(request, spark, mariadb, tmp_path_factory) -> Iterator[tuple[str, Outcome]]:  # type: ignore[no-untyped-def]
-    mode = request.param
+def _mine(spark, mariadb, tmp_path_factory, mode: str) -> Outcome:  # type: ignore[no-untyped-def]
+    """The mode's workload: its groups' tables snapshotted, then two windows."""
+    groups = [g for g in GROUPS if mode in g.modes]
     db = f"sc_{mode}"
     mariadb.execute(f"DROP DATABASE IF EXISTS `{db}`")
     mariadb.execute(f"CREATE DATABASE `{db}` CHARACTER SET utf8mb4")
@@ -153,11 +162,11 @@ def mined(request, spark, mariadb, tmp_path_factory) -> Iterator[tuple[str, Outc
     pipeline = make_pipeline(spark, mariadb, db, lake, f"sc_{mode}", extra=f"  table_features: {mode}\n")
     conn = mariadb.connect(database=db)
     try:
-        for g in GROUPS:
+        for g in groups:
             _run(conn, [_named(g.create, g.name), _named(g.rows, g.name)])
         _run(conn, ["CREATE TABLE `bystander` (id INT PRIMARY KEY, v INT)", "INSERT INTO `bystander` VALUES (1, 1)"])
         pipeline.snapshot()
-        for g in GROUPS:  # window 1: DML, the forms, DML
+        for g in groups:  # window 1: DML, the forms, DML
             c = mariadb.connect(database=db)
             _run(c, _dml(_named("{t}", g.name), (10, 1, 3)))
             _run(c, g.session + [_named(sql, g.name) for sql in g.forms.values()])
@@ -171,19 +180,34 @@ def mined(request, spark, mariadb, tmp_path_factory) -> Iterator[tuple[str, Outc
             pipeline.mine()
         except TablesParkedError as exc:
             parked_error = str(exc)
-        for g in GROUPS:  # window 2: more DML
+        for g in groups:  # window 2: more DML
             _run(conn, _dml(_named(g.table, g.name), (12, 10, 11)))
         _run(conn, ["UPDATE `bystander` SET v = v + 1"])
         try:
             pipeline.mine()
         except TablesParkedError:
             pass
-        yield mode, Outcome(pipeline, {g.name: f"{db}.{g.table.format(t=g.name)}" for g in GROUPS},
-                            {g.name: [f"{db}.{x.format(t=g.name)}" for x in g.more_tables] for g in GROUPS},
-                            parked_error, pipeline.control.table_states())
     finally:
         conn.close()
-        mariadb.execute(f"DROP DATABASE IF EXISTS `{db}`")
+    return Outcome(pipeline, {g.name: f"{db}.{g.table.format(t=g.name)}" for g in groups},
+                   {g.name: [f"{db}.{x.format(t=g.name)}" for x in g.more_tables] for g in groups},
+                   parked_error, pipeline.control.table_states())
+
+
+@pytest.fixture(scope="module")
+def mined(spark, mariadb, tmp_path_factory) -> Iterator[Callable[[str], Outcome]]:  # type: ignore[no-untyped-def]
+    """The outcome of a mode's workload, run once on the worker that first asks for it (the tests of a mode
+    stay on one worker: tests/conftest.py, TOGETHER)."""
+    outcomes: dict[str, Outcome] = {}
+
+    def outcome(mode: str) -> Outcome:
+        if mode not in outcomes:
+            outcomes[mode] = _mine(spark, mariadb, tmp_path_factory, mode)
+        return outcomes[mode]
+
+    yield outcome
+    for mode in outcomes:
+        mariadb.execute(f"DROP DATABASE IF EXISTS `sc_{mode}`")
 
 
 _CHECKED: set[tuple[str, str]] = set()  # (lake, table) found equal already: the forms of a group share a table
@@ -205,16 +229,17 @@ def _assert_equal(spark, pipeline, table: str, mode: str) -> None:  # type: igno
     _CHECKED.add((pipeline.layout.root, table))
 
 
-@pytest.mark.parametrize(("group", "form"), FORMS, ids=[f for _, f in FORMS])
-def test_change_is_applied_exactly(spark, mined, group: str, form: str) -> None:  # type: ignore[no-untyped-def]
-    mode, out = mined
+@pytest.mark.parametrize(("mode", "group", "form"), FORMS, ids=[f"{m}-{f}" for m, _, f in FORMS])
+def test_change_is_applied_exactly(spark, mined, mode: str, group: str, form: str) -> None:  # type: ignore[no-untyped-def]
+    out = mined(mode)
     assert out.states[out.tables[group]].status == "streaming", out.states[out.tables[group]]
     for table in [out.tables[group], *out.extra[group]]:
         _assert_equal(spark, out.pipeline, table, mode)
 
 
-def test_unappliable_change_parks_only_its_table(spark, mined) -> None:  # type: ignore[no-untyped-def]
-    mode, out = mined
+@pytest.mark.parametrize("mode", MODES)
+def test_unappliable_change_parks_only_its_table(spark, mined, mode: str) -> None:  # type: ignore[no-untyped-def]
+    out = mined(mode)
     table = out.tables["partitions"]
     assert out.parked_error is not None and table in out.parked_error and "backfill" in out.parked_error
     states = out.pipeline.control.table_states()
