@@ -50,9 +50,10 @@ HEAVY_TESTS = {  # a clean-clone `make test` of 2026-11-26 (issue 21)
     "test_status_lag.py::test_mariadb": 60, "test_status_lag.py::test_oracle": 64,
     "test_value_paths.py::test_oracle": 180, "test_column_rules.py::test_left_out": 100,
     "test_column_rules.py::test_oracle": 65, "equals_source[oracle]": 430,
-    "equals_source[mysql]": 210, "test_value_paths.py::test_mysql": 113, "equals_source[db2]": 60,
+    "equals_source[mysql]": 210, "equals_source[postgresql]": 120, "test_value_paths.py::test_mysql": 113,
+    "equals_source[db2]": 60,
     "test_db2_crash.py::": 66, "test_db2_emulator.py::test_reconcile": 45, "test_db2_emulator.py::test_the_offline": 15,
-    "test_db2_preflight.py::": 0.2, "test_postgres_pipeline.py::": 45, "test_postgres_types.py::": 12,
+    "test_db2_preflight.py::": 0.2, "test_postgres_pipeline.py::": 90, "test_postgres_types.py::": 12,
     "test_postgres_snapshot.py::": 10,
     "test_mining_equality.py::": 160, "test_oracle_sim.py::test_lob_writes": 80,
     "test_oracle_sim.py::test_connection_lost": 85, "test_oracle_sim.py::test_export_mode": 60,
@@ -63,7 +64,8 @@ HEAVY_TESTS = {  # a clean-clone `make test` of 2026-11-26 (issue 21)
     "test_mariadb_preflight.py::": 0.3, "test_mysql_types_spark.py::": 0.3, "test_oracle_fast_path.py::": 1.5,
     "test_target_decoding.py::": 0.5, "test_oracle_types_spark.py::": 1,
     # per form; a mode's first test runs the shared workload (compatible ~300 s, spark ~100 s)
-    "test_schema_changes.py::test_change_is_applied_exactly[spark": 5, "test_schema_changes.py::": 8, "test_oracle_schema_changes.py::": 138,
+    "test_schema_changes.py::test_change_is_applied_exactly[spark": 5, "test_schema_changes.py::": 8,
+    "test_oracle_schema_changes.py::": 138,
 }
 # Tests of these files (and of one parameter of a file: "file[param") share an expensive module-scoped
 # fixture: they stay on one worker.

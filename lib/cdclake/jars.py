@@ -15,11 +15,7 @@ from cdclake.spi import plugins
 DELTA_JARS = ("io.delta:delta-spark_4.1_2.13:4.1.0", "io.delta:delta-storage:4.1.0")
 # What cdclake's own tests need besides: the JDBC driver Spark reads the Db2 capture emulator's tables with
 # (cdclake.testing.db2_emulator).
-TESTING_JARS = (
-    "org.xerial:sqlite-jdbc:3.54.1.0",
-    # PostgreSQL's JDBC driver, for the tests of the PostgreSQL source's parts until its plug-in lists it
-    "org.postgresql:postgresql:42.7.14",
-)
+TESTING_JARS = ("org.xerial:sqlite-jdbc:3.54.1.0",)
 
 
 def maven_coordinates(testing: bool = False) -> list[str]:

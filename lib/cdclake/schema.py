@@ -77,6 +77,7 @@ class TableSchema:
     columns: list[Column]
     primary_key: list[str] = field(default_factory=list)
     unique_keys: list[UniqueKey] = field(default_factory=list)
+    attrs: dict[str, Any] = field(default_factory=dict)  # source-specific facts of the table (an object id...)
 
     @property
     def qualified_name(self) -> str:
@@ -126,11 +127,15 @@ class TableSchema:
         return replace(self, database=database, table=table)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        raw = asdict(self)
+        if not raw["attrs"]:
+            del raw["attrs"]
+        return json.dumps(raw, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> TableSchema:
         raw = json.loads(text)
         cols = [Column(**c) for c in raw["columns"]]
         keys = [UniqueKey(k["name"], tuple(k["columns"]), bool(k.get("prefix"))) for k in raw.get("unique_keys") or []]
-        return cls(raw["database"], raw["table"], cols, list(raw.get("primary_key") or []), keys)
+        return cls(raw["database"], raw["table"], cols, list(raw.get("primary_key") or []), keys,
+                   dict(raw.get("attrs") or {}))

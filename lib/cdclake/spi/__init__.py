@@ -18,7 +18,7 @@ Writing a source: ``docs/architecture.md``.
 
 >>> from cdclake.spi import source_types
 >>> sorted(source_types())
-['db2', 'mariadb', 'mysql', 'oracle']
+['db2', 'mariadb', 'mysql', 'oracle', 'postgres', 'postgresql']
 """
 
 from cdclake.spi.config import SourceConfigBase, SourceContext, StrictModel

@@ -4,6 +4,7 @@ confirmation are in :mod:`.stream`, a table's columns in :mod:`.types`.)"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +37,7 @@ PUBLICATION_TABLES = (
 TABLES = (
     "SELECT n.nspname, c.relname, c.relkind, c.relreplident, "
     "EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary), "
-    "EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisreplident) "
+    "EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisreplident), c.oid::bigint "
     "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
     "WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition "
     "AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%'"
@@ -53,6 +54,42 @@ ATTNUMS = (
     "SELECT attname, attnum FROM pg_attribute WHERE attrelid = to_regclass(format('%%I.%%I', %s::text, %s::text)) "
     "AND attnum > 0 AND NOT attisdropped"
 )
+#: what rows that existed before a column was added hold: the "missing value" an ADD COLUMN with a non-volatile
+#: default stores once (no table rewrite, no row in the WAL), and the column's default expression
+ADDED_VALUES = (
+    "SELECT a.attname, a.atthasmissing, a.attmissingval::text, pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a "
+    "LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+    "WHERE a.attrelid = to_regclass(format('%%I.%%I', %s::text, %s::text)) AND a.attnum > 0 AND NOT a.attisdropped"
+)
+
+
+@dataclass(frozen=True)
+class AddedValue:
+    """What the catalog says of a column's value in rows older than the column (see :func:`added_values`)."""
+
+    stored: bool  # a missing value is stored: those rows read ``value``
+    value: str | None  # its output text (None: NULL)
+    default: str | None  # the column's default expression, if any
+
+
+def added_values(conn: Any, table: str) -> dict[str, AddedValue]:
+    """``schema.table``'s columns by name with their :class:`AddedValue` (empty if the table is gone)."""
+    schema, name = table.split(".", 1)
+    return {str(n): AddedValue(bool(stored), None if text is None else array_element(str(text)),
+                               None if default is None else str(default))
+            for n, stored, text, default in fetch(conn, ADDED_VALUES, (schema, name))}
+
+
+def array_element(literal: str) -> str | None:
+    """The one element of a one-element array literal (``attmissingval``'s text), unquoted.
+
+    >>> array_element('{5}'), array_element('{"x \\\\"y\\\\" z"}'), array_element('{NULL}'), array_element('{"{1,2}"}')
+    ('5', 'x "y" z', None, '{1,2}')
+    """
+    inner = literal[1:-1]
+    if inner.startswith('"'):
+        return re.sub(r"\\(.)", r"\1", inner[1:-1])
+    return None if inner == "NULL" else inner
 
 
 def attnums(conn: Any, table: str) -> dict[str, int]:
@@ -112,6 +149,7 @@ class Table:
     replica_identity: str  # d, n, f, i
     has_primary_key: bool
     has_identity_index: bool
+    relid: int = 0  # the table's object id: a table dropped and created again under its name has another
 
     @property
     def qualified(self) -> str:
@@ -156,8 +194,8 @@ def publication(conn: Any, name: str) -> Publication | None:
 
 def tables(conn: Any) -> dict[str, Table]:
     out = {}
-    for s, t, kind, ident, pk, ident_index in fetch(conn, TABLES):
-        table = Table(str(s), str(t), kind == "p", str(ident), bool(pk), bool(ident_index))
+    for s, t, kind, ident, pk, ident_index, relid in fetch(conn, TABLES):
+        table = Table(str(s), str(t), kind == "p", str(ident), bool(pk), bool(ident_index), int(relid))
         out[table.qualified] = table
     return out
 

@@ -14,10 +14,11 @@ key) is an update whose before image has the old key; the MERGE deletes the old 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from cdclake.schema import Column, TableSchema
-from cdclake.sources.postgresql.catalog import TypeInfo
+from cdclake.sources.postgresql.catalog import AddedValue, TypeInfo
 from cdclake.sources.postgresql.pgoutput import (
     UNCHANGED_TOAST,
     Begin,
@@ -35,6 +36,13 @@ from cdclake.sources.postgresql.position import LsnPosition
 from cdclake.sources.postgresql.types import column_from_catalog
 from cdclake.spi import records as R
 from cdclake.spi.logrows import UNAVAILABLE_KEY
+from cdclake.spi.types import FILL
+
+#: TableSchema.attrs: the table's object id (pg_class.oid), which a table dropped and created again does not keep
+RELID = "relid"
+#: why the rows of a table the window starts capturing are read from the table: the WAL has only what was written
+#: after it was published
+NEW_TABLE = ("the table is new to the capture: the rows it had before it was published are not in the WAL")
 
 
 class ChangeDecoder:
@@ -46,7 +54,8 @@ class ChangeDecoder:
     def __init__(self, schemas: dict[str, TableSchema], versions: dict[str, int], next_version: int,
                  type_info: Callable[[int], TypeInfo], captures: Callable[[str], bool],
                  floors: dict[str, int] | None = None, system: str | None = None,
-                 attnums: Callable[[str], dict[str, int]] | None = None) -> None:
+                 attnums: Callable[[str], dict[str, int]] | None = None,
+                 added_values: Callable[[str], dict[str, AddedValue]] | None = None) -> None:
         self.schemas = dict(schemas)
         self.versions = dict(versions)
         self.next_version = next_version
@@ -55,6 +64,7 @@ class ChangeDecoder:
         self.floors = floors or {}
         self.system = system
         self.attnums = attnums or (lambda table: {})
+        self.added_values = added_values or (lambda table: {})
         self.relations: dict[int, tuple[str, Relation]] = {}
         self._txid = ""
         self._begin_lsn = 0
@@ -88,11 +98,17 @@ class ChangeDecoder:
         if not self.captures(table):
             return None
         old = self.schemas.get(table)
+        if old is not None and old.attrs.get(RELID) not in (None, rel.relid):
+            old = None  # dropped and created again: a new table
         new = self._schema(table, rel, old)
-        if old is not None and _shape(old) == _shape(new):
-            return None
         position = LsnPosition(self._begin_lsn, self.system)
-        if old is not None and self._begin_lsn <= self.floors.get(table, -1):
+        if old is None:
+            return self.created(table, new, position)
+        if _shape(old) == _shape(new):
+            if RELID not in old.attrs:  # (a schema from before object ids were kept)
+                self.schemas[table] = replace(old, attrs={**old.attrs, RELID: rel.relid})
+            return None
+        if self._begin_lsn <= self.floors.get(table, -1):
             self.schemas[table] = new  # the snapshot already has this shape
             return None
         # a rename keeps the column's number (Relation messages carry none: the catalog's numbers, looked up by
@@ -100,13 +116,62 @@ class ChangeDecoder:
         by_number = {c.attrs["attnum"]: c.name for c in old.columns if "attnum" in c.attrs} if old else {}
         renames = {by_number[c.attrs["attnum"]]: c.name for c in new.columns
                    if c.attrs.get("attnum") in by_number and by_number[c.attrs["attnum"]] != c.name}
+        reread: dict[str, str] = {}
+        new, why = self._existing_rows(table, old, new, renames)
+        if why:
+            reread[table] = why
         self.schemas[table] = new
         self.versions[table] = self.next_version
         self.next_version += 1
         text = (f"-- {table} now has " + ", ".join(f"{c.name} {c.source_type}" for c in new.columns)
                 + (f"; renamed {', '.join(f'{a} to {b}' for a, b in renames.items())}" if renames else ""))
         return R.Ddl(position, text, rel.namespace, {table: new}, None,
-                     column_renames={table: renames} if renames else {})
+                     column_renames={table: renames} if renames else {}, reread=reread)
+
+    def created(self, table: str, schema: TableSchema, position: LsnPosition) -> R.Ddl:
+        """``table`` starts being captured at ``position``: a new entry (a created table starts empty), its rows read
+        from the table after the window."""
+        self.schemas[table] = schema
+        self.versions[table] = self.next_version
+        self.next_version += 1
+        text = f"CREATE TABLE {table} -- captured from here: " + ", ".join(f"{c.name} {c.source_type}"
+                                                                           for c in schema.columns)
+        return R.Ddl(position, text, schema.database, {table: schema}, None, reread={table: NEW_TABLE})
+
+    def dropped(self, table: str, position: LsnPosition) -> R.Ddl:
+        """``table`` is gone from the catalog, with no change after ``position``: its mirror empties."""
+        self.schemas.pop(table, None)
+        self.versions[table] = self.next_version
+        self.next_version += 1
+        return R.Ddl(position, f"DROP TABLE {table} -- gone from the catalog", table.split(".", 1)[0], {table: None})
+
+    def _existing_rows(self, table: str, old: TableSchema, new: TableSchema,
+                       renames: dict[str, str]) -> tuple[TableSchema, str | None]:
+        """What the change did to the rows that existed before it, which the WAL does not carry: an added column's
+        value in them (the missing value PostgreSQL stored, put in the column's FILL), or why they must be read
+        again (a column added with a volatile default or retyped: PostgreSQL rewrote the rows, maybe with a
+        ``USING`` expression)."""
+        before = {renames.get(c.name, c.name): c for c in old.columns}
+        columns, reasons = [], []
+        values: dict[str, AddedValue] | None = None
+        for col in new.columns:
+            was = before.get(col.name)
+            if was is None:
+                values = self.added_values(table) if values is None else values
+                added = values.get(col.name)
+                if added is not None and added.stored:
+                    if added.value is not None:
+                        col = replace(col, default=added.default, attrs={**col.attrs, FILL: added.value})
+                elif added is None or (added.default is not None and not _null_default(added.default)):
+                    reasons.append(f"column {col.name} was added with a default PostgreSQL computed per row "
+                                   f"({added.default if added else 'unknown now'}): the rows it rewrote are not "
+                                   "in the WAL")
+            elif not _same_values(was, col):
+                reasons.append(f"column {col.name} changed type from {was.source_type} to {col.source_type}: "
+                               "PostgreSQL rewrote the rows (maybe with a USING expression) without logging them")
+            columns.append(col)
+        schema = TableSchema(new.database, new.table, columns, new.primary_key, new.unique_keys)
+        return schema, "; ".join(reasons) or None
 
     def _schema(self, table: str, rel: Relation, old: TableSchema | None) -> TableSchema:
         previous = {c.name: c for c in old.columns} if old is not None else {}
@@ -129,7 +194,7 @@ class ChangeDecoder:
         else:
             key = []
         schema, name = table.split(".", 1)
-        return TableSchema(schema, name, columns, key)
+        return TableSchema(schema, name, columns, key, attrs={RELID: rel.relid})
 
     # -- rows ----------------------------------------------------------------------------------------------
 
@@ -185,6 +250,30 @@ def _fill(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
     if still:
         out[UNAVAILABLE_KEY] = still
     return out
+
+
+def _null_default(expr: str) -> bool:
+    """Whether a default expression is a NULL (``NULL::numeric``)."""
+    return expr.upper() == "NULL" or expr.upper().startswith("NULL::")
+
+
+def _same_values(old: Column, new: Column) -> bool:
+    """Whether a column's type change leaves every stored value's text as it was (PostgreSQL does not rewrite the
+    table): the same type with a longer ``varchar``/``varbit`` or a ``numeric`` of more precision and the same
+    scale, or the type modifier dropped."""
+    a, b = old.attrs, new.attrs
+    if a.get("oid") != b.get("oid"):
+        return False
+    if a.get("typmod") == b.get("typmod"):
+        return True
+    old_mod, new_mod = int(a.get("typmod", -1)), int(b.get("typmod", -1))
+    if a.get("base") in ("varchar", "varbit"):
+        return new_mod == -1 or (old_mod != -1 and new_mod >= old_mod)
+    if a.get("base") == "numeric":
+        if new_mod == -1:
+            return True
+        return old_mod != -1 and (new_mod - 4) & 0xFFFF == (old_mod - 4) & 0xFFFF and new_mod >= old_mod
+    return False
 
 
 def _shape(schema: TableSchema) -> list[tuple[str, Any, Any]]:

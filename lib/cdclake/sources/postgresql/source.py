@@ -22,7 +22,7 @@ from cdclake.errors import CdcError, PositionLostError, PreflightError
 from cdclake.schema import TableSchema
 from cdclake.sources.postgresql import catalog, preflight, stream
 from cdclake.sources.postgresql.config import SESSION_SETTINGS, PostgresSourceConfig
-from cdclake.sources.postgresql.decoder import ChangeDecoder
+from cdclake.sources.postgresql.decoder import RELID, ChangeDecoder
 from cdclake.sources.postgresql.pgoutput import lsn_text
 from cdclake.sources.postgresql.position import LsnPosition
 from cdclake.sources.postgresql.snapshot import (
@@ -113,9 +113,12 @@ class PostgresSource(RecordSource):
     def _table_schema(self, table: str, conn: Any = None) -> TableSchema:
         """``table``'s schema from the catalog (``conn``: e.g. the snapshot holder's, to read it in the snapshot)."""
         schema, name = table.split(".", 1)
-        cols = columns(conn or self.conn(), f"{quote_identifier(schema)}.{quote_identifier(name)}")
+        qualified = f"{quote_identifier(schema)}.{quote_identifier(name)}"
+        conn = conn or self.conn()
+        cols = columns(conn, qualified)
         key = [c.name for c in sorted((c for c in cols if "keyseq" in c.attrs), key=lambda c: c.attrs["keyseq"])]
-        return TableSchema(schema, name, cols, key)
+        relid = conn.execute("SELECT %s::regclass::oid::bigint", (qualified,)).fetchone()[0]
+        return TableSchema(schema, name, cols, key, attrs={RELID: int(relid)})
 
     # ---- positions ------------------------------------------------------------------------------------------
 
@@ -184,10 +187,15 @@ class PostgresSource(RecordSource):
                                 + ", ".join(names[t] for t in missing))
 
     def prepare_snapshot_read(self, position: Position) -> None:
-        if self._snapshot is None or not isinstance(position, LsnPosition) \
-                or position.lsn != self._snapshot.consistent_point:
-            raise CdcError(f"the snapshot at {position.describe()} can no longer be read: its exported snapshot "
-                           "ended with the process that held it", "run the snapshot (or backfill) again")
+        """Read at ``position``, or, once its exported snapshot has ended (with the process or transaction that
+        held it), in a new one at a later point: what a re-read takes, since the engine keeps what mining brought
+        after ``position`` (a re-read that must be exact, of a table without a row key, reads in the snapshot
+        it planned)."""
+        assert isinstance(position, LsnPosition)
+        if self._snapshot is not None and position.lsn == self._snapshot.consistent_point:
+            return
+        self.end_snapshot_read()
+        self._snapshot = create_slot_with_snapshot(self.settings(), f"{self.slot}_snap", temporary=True)
 
     def end_snapshot_read(self, table: str | None = None) -> None:
         if table is None and self._snapshot is not None:
@@ -244,11 +252,41 @@ class PostgresSource(RecordSource):
         versions = {t: next_schema_version - 1 for t in schemas}  # the history's newest entry of each table
         decoder = ChangeDecoder(schemas, versions, next_schema_version, catalog.TypeCatalog(conn),
                                 self.config.captures, floors, self.system(),
-                                attnums=lambda table: catalog.attnums(conn, table))
+                                attnums=lambda table: catalog.attnums(conn, table),
+                                added_values=lambda table: catalog.added_values(conn, table))
+        # Tables dropped, or created and published without a change yet, leave nothing in the WAL: the catalog read
+        # now, before the flush LSN, is settled for a window that reaches that LSN.
+        existing = catalog.tables(conn)
+        published = self._published(conn)
+        settled_at = catalog.flush_lsn(conn)
         # max_events counts row changes; peek counts messages (about two more per transaction): a bound above it
         limit = None if max_events is None else max(1, max_events)
         yield from decoder.records(stream.read_window(conn, self.slot, self.publication, upto, limit, result))
-        yield WindowEnd(LsnPosition(result.end, self.system()))
+        end = LsnPosition(result.end, self.system())
+        if result.end >= settled_at:
+            yield from self._settle(decoder, existing, published, end)
+        yield WindowEnd(end)
+
+    def _published(self, conn: Any) -> Callable[[str], bool]:
+        pub = catalog.publication(conn, self.publication)
+        if pub is None:
+            return lambda table: False
+        return lambda table: pub.all_tables or table in pub.tables
+
+    def _settle(self, decoder: ChangeDecoder, existing: dict[str, catalog.Table], published: Callable[[str], bool],
+                end: LsnPosition) -> Iterator[LogRecord]:
+        """Schema entries at the window's end for what the catalog says and the WAL cannot: a captured table
+        dropped (its mirror empties), and one created and published, or created again, with no change yet."""
+        for table, schema in sorted(decoder.schemas.items()):
+            now = existing.get(table)
+            recreated = now is not None and schema.attrs.get(RELID) not in (None, now.relid)
+            if recreated and published(table):
+                yield decoder.created(table, self._table_schema(table), end)
+            elif now is None or recreated:  # (created again but not published: a snapshot takes it anew)
+                yield decoder.dropped(table, end)
+        for table in sorted(existing):
+            if table not in decoder.schemas and self.config.captures(table) and published(table):
+                yield decoder.created(table, self._table_schema(table), end)
 
 
 def source_for(config: PostgresSourceConfig, context: SourceContext) -> PostgresSource:

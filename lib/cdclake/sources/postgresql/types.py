@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from cdclake.schema import Column
-from cdclake.spi.types import UNLOGGED, TypeMapper
+from cdclake.spi.types import FILL, UNLOGGED, TypeMapper
 
 #: a relation's columns: name, type (the domain's base type for a domain), typmod (the domain's for a
 #: domain), the declared type's text, its kind (b base, d domain, e enum, r range, ...), array dimensions,
@@ -137,6 +137,14 @@ class PostgresTypeMapper(TypeMapper):
             return (f"CAST({parts}[0] AS BIGINT) * 3600000000 + CAST({parts}[1] AS BIGINT) * 60000000 + "
                     f"CAST(CAST({parts}[2] AS DECIMAL(9,6)) * 1000000 AS BIGINT)")
         return expr
+
+    def initial_value_sql(self, column: Column) -> str | None:
+        """Rows older than an added column hold the value PostgreSQL stored for them (``attmissingval``, put in
+        the column's :data:`~cdclake.spi.types.FILL` by the decoder); else NULL."""
+        fill = column.attrs.get(FILL)
+        if fill is None:
+            return None
+        return self.to_delta_sql(column, "'" + str(fill).replace("\\", "\\\\").replace("'", "\\'") + "'")
 
     def filter_literal_kind(self, column: Column) -> str | None:
         base = column.attrs.get("base", "")
