@@ -293,7 +293,9 @@ class WindowApplier:
         for seq, kind, entry in [*steps, (None, "end", None)]:
             segment = rows.where(f"seq > {lo}" + (f" AND seq < {seq}" if seq is not None else ""))
             step += 1
-            if schema is not None:
+            # A segment the marker says is done (a resumed run) is not merged again: its MERGE would be skipped by
+            # its commit id, but its plan, in the shape before a later change, may not read the target now.
+            if schema is not None and not (marker is not None and marker >= (wid, step)):
                 self._merge_segment(table, path, segment, schema, app_id, wid * MAX_STEPS_PER_WINDOW + step,
                                     None if stretches is None else stretches.after(lo))
             if kind == "end":
@@ -309,6 +311,10 @@ class WindowApplier:
                     crash_point("truncate")
             elif not done:
                 assert entry is not None and seq is not None
+                if is_delta_table(self.spark, path):
+                    # the rows before it are in: a run killed half-way through the change (which may take
+                    # several commits) resumes with the change, never with those rows in the old shape
+                    self.targets.set_marker(path, wid, step - 1)
                 moved_to = (renamed_to or {}).get(entry.seq) if entry.schema is None else None
                 try:
                     self.apply_ddl(path, entry, seq, moved_to, resumed)

@@ -184,7 +184,9 @@ class ChangeDecoder:
             col = column_from_catalog(rc.name, info.base, rc.type_oid, info.declared(rc.typmod), info.kind, typmod,
                                       not (was.nullable if was is not None else True),
                                       was.default if was is not None else None, "", None, info.category,
-                                      numbers.get(rc.name))
+                                      # a name the catalog no longer has (renamed since): the column of that name
+                                      # in the schema before is this one
+                                      numbers.get(rc.name, was.attrs.get("attnum") if was is not None else None))
             columns.append(col)
         names = [c.name for c in columns]
         if old is not None and old.primary_key and all(k in names for k in old.primary_key):
