@@ -40,3 +40,8 @@ SHORT_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
 def short_jvm_env(env: dict[str, str]) -> dict[str, str]:
     """``env`` with :data:`SHORT_JVM_OPTIONS` for every JVM a process started with it starts."""
     return {**env, "JAVA_TOOL_OPTIONS": SHORT_JVM_OPTIONS}
+
+
+def spark_conf_yaml() -> str:
+    """:data:`TEST_SPARK_CONF` as a pipeline file's ``spark:`` block."""
+    return "spark:\n  conf:\n" + "".join(f"    {k}: '{v}'\n" for k, v in TEST_SPARK_CONF.items())

@@ -10,7 +10,7 @@ from cdclake.engine.pipeline import Pipeline
 from cdclake.testing.compare import compare_table
 from cdclake.testing.mariadb import MariaDBServer
 
-from tests.settings import TEST_SPARK_CONF
+from tests.settings import spark_conf_yaml
 
 
 def pipeline_yaml(db: MariaDBServer, database: str, lake: Path, name: str = "t", extra: str = "",
@@ -21,7 +21,7 @@ def pipeline_yaml(db: MariaDBServer, database: str, lake: Path, name: str = "t",
         f"source:\n  type: mariadb\n  host: 127.0.0.1\n  port: {db.port}\n  user: {db.cdc_user}\n"
         f"  password: ${{CDCLAKE_TEST_PASSWORD}}\n  server_id: {4000 + abs(hash(name)) % 1000}\n"
         f"  include_tables: ['{database}\\..*']\n{source_extra}"
-        "spark:\n  conf:\n" + "".join(f"    {k}: '{v}'\n" for k, v in TEST_SPARK_CONF.items()) +
+        + spark_conf_yaml() +
         f"lake:\n  root: {lake}\n{extra}"
     )
 

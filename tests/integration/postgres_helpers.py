@@ -10,7 +10,7 @@ from cdclake.config import load_config_text
 from cdclake.engine.pipeline import Pipeline
 from cdclake.testing.postgres import PostgresServer
 
-from tests.settings import TEST_SPARK_CONF
+from tests.settings import spark_conf_yaml
 
 
 def postgres_yaml(pg: PostgresServer, lake: Path, name: str = "pgtest", include: str = r"public\..*",
@@ -21,7 +21,7 @@ def postgres_yaml(pg: PostgresServer, lake: Path, name: str = "pgtest", include:
         f"source:\n  type: postgresql\n  host: {pg.host}\n  port: {pg.port}\n  database: {pg.database}\n"
         f"  user: {pg.cdc_user}\n  password: ${{CDCLAKE_TEST_PG_PASSWORD}}\n  include_tables: ['{include}']\n"
         f"{source_extra}"
-        "spark:\n  conf:\n" + "".join(f"    {k}: '{v}'\n" for k, v in TEST_SPARK_CONF.items()) +
+        + spark_conf_yaml() +
         f"lake:\n  root: {lake}\n{extra}"
     )
 
