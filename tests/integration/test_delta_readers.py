@@ -98,13 +98,10 @@ def test_compatible_lake_opens_in_delta_rs_after_every_kind_of_ddl(  # type: ign
     inserted = sorted(r["id"] for r in feed if r["_commit_version"] == n + 1)
     assert deleted == inserted == sorted(r.id for r in spark.read.format("delta").load(path).collect())
 
-    # RENAME TABLE and TRUNCATE; then maintenance (OPTIMIZE, VACUUM), which adds no feature either
-    for sql in (f"RENAME TABLE `{db}`.side TO `{db}`.side2", f"INSERT INTO `{db}`.side2 VALUES (3, 'c')",
-                f"TRUNCATE TABLE `{db}`.side2", f"INSERT INTO `{db}`.side2 VALUES (9, 'after')"):
-        mariadb.execute(sql)
-    pipeline.mine()
+    # maintenance (OPTIMIZE, VACUUM) adds no feature either (RENAME TABLE and TRUNCATE in this mode:
+    # test_schema_changes.py)
     pipeline.maintain()
-    _check_lake(spark, mariadb, pipeline, [t, f"{db}.side2"], expect | {f"{db}__side2"})
+    _check_lake(spark, mariadb, pipeline, [t, side], expect)
 
 
 def _schema(*columns: tuple[str, str]) -> TableSchema:

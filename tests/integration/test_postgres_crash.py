@@ -147,8 +147,8 @@ def test_snapshot_under_writes_then_killed_windows_end_equal(spark: Any, tmp_pat
         stop = threading.Event()
         writer = Workload(pg, random.Random(7), base=2_000_000)
 
-        def write() -> None:  # until the snapshot ends (at most 150 transactions: the first window stays small)
-            for _ in range(150):
+        def write() -> None:  # until the snapshot ends (at most 60 transactions: the first window stays small)
+            for _ in range(60):
                 if stop.is_set():
                     break
                 writer.transaction()

@@ -37,7 +37,7 @@ from cdclake.spi.config import SourceContext
 from cdclake.spi.jdbc import read_jdbc
 from cdclake.spi.position import Position
 from cdclake.spi.records import LogRecord, WindowEnd
-from cdclake.spi.source import RecordSource, SnapshotStart
+from cdclake.spi.source import PENDING_SCAN_EVENTS, PendingChanges, RecordSource, SnapshotStart
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -151,6 +151,29 @@ class PostgresSource(RecordSource):
                 f"replication slot {self.slot} was confirmed up to LSN {lsn_text(slot.confirmed_flush_lsn)}, past "
                 f"the lake's position {start.describe()}: another consumer moved it, and the changes in between "
                 "are gone", "re-snapshot the tables: cdclake snapshot --force; give cdclake a slot of its own")
+
+    def pending_changes(self, positions: Mapping[str, Position],
+                        carried: Mapping[str, frozenset[str]] | None = None,
+                        max_events: int = PENDING_SCAN_EVENTS) -> PendingChanges:
+        """Each table's distance to the flushed WAL, in bytes, and the WAL the slot keeps the server from recycling.
+        Nothing is decoded: the slot is the mining run's (a peek meanwhile would make that run fail), and the WAL
+        also holds other tables' and databases' writes, so a distance is an upper bound of what is pending."""
+        conn = self.conn()
+        end = self.current_position()
+        distance = {t: max(0, end.lsn - p.lsn) for t, p in positions.items() if isinstance(p, LsnPosition)}
+        slot = catalog.slot(conn, self.slot)
+        if slot is None:
+            note = f"replication slot {self.slot} does not exist: the next mining run stops on the lost changes"
+        elif slot.wal_status == "lost" or slot.restart_lsn is None:
+            note = f"replication slot {self.slot} was invalidated (wal_status {slot.wal_status}): re-snapshot"
+        else:
+            note = (f"slot {self.slot} retains {_size(end.lsn - slot.restart_lsn)} of WAL (wal_status "
+                    f"{slot.wal_status}" + (f", {_size(slot.safe_wal_size)} before max_slot_wal_keep_size "
+                                            "invalidates it" if slot.safe_wal_size is not None else "")
+                    + "); the WAL after a table's position is not decoded here: it may be other tables' writes")
+        caught_up = all(d == 0 for d in distance.values())
+        return PendingChanges(known=True, log_end=end, complete=caught_up, distance=distance,
+                              distance_unit="bytes of WAL", note=None if caught_up else note)
 
     # ---- snapshot -------------------------------------------------------------------------------------------
 
@@ -287,6 +310,19 @@ class PostgresSource(RecordSource):
         for table in sorted(existing):
             if table not in decoder.schemas and self.config.captures(table) and published(table):
                 yield decoder.created(table, self._table_schema(table), end)
+
+
+def _size(n: int) -> str:
+    """Bytes for people.
+
+    >>> _size(0), _size(1536), _size(3 * 2**30)
+    ('0 B', '1.5 KiB', '3.0 GiB')
+    """
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"
 
 
 def source_for(config: PostgresSourceConfig, context: SourceContext) -> PostgresSource:
