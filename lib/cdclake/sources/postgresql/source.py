@@ -110,14 +110,15 @@ class PostgresSource(RecordSource):
         preflight.check(self.conn(), self.captured_tables(), self.slot, self.publication,
                         self.config.create_publication)
 
-    def _table_schema(self, table: str, conn: Any = None) -> TableSchema:
+    def _table_schema(self, table: str, conn: Any = None, relid: int | None = None) -> TableSchema:
         """``table``'s schema from the catalog (``conn``: e.g. the snapshot holder's, to read it in the snapshot)."""
         schema, name = table.split(".", 1)
         qualified = f"{quote_identifier(schema)}.{quote_identifier(name)}"
         conn = conn or self.conn()
         cols = columns(conn, qualified)
         key = [c.name for c in sorted((c for c in cols if "keyseq" in c.attrs), key=lambda c: c.attrs["keyseq"])]
-        relid = conn.execute("SELECT %s::regclass::oid::bigint", (qualified,)).fetchone()[0]
+        if relid is None:
+            relid = conn.execute("SELECT %s::regclass::oid::bigint", (qualified,)).fetchone()[0]
         return TableSchema(schema, name, cols, key, attrs={RELID: int(relid)})
 
     # ---- positions ------------------------------------------------------------------------------------------
@@ -304,12 +305,12 @@ class PostgresSource(RecordSource):
             now = existing.get(table)
             recreated = now is not None and schema.attrs.get(RELID) not in (None, now.relid)
             if recreated and published(table):
-                yield decoder.created(table, self._table_schema(table), end)
+                yield decoder.created(table, self._table_schema(table, relid=existing[table].relid), end)
             elif now is None or recreated:  # (created again but not published: a snapshot takes it anew)
                 yield decoder.dropped(table, end)
         for table in sorted(existing):
             if table not in decoder.schemas and self.config.captures(table) and published(table):
-                yield decoder.created(table, self._table_schema(table), end)
+                yield decoder.created(table, self._table_schema(table, relid=existing[table].relid), end)
 
 
 def _size(n: int) -> str:
@@ -318,11 +319,14 @@ def _size(n: int) -> str:
     >>> _size(0), _size(1536), _size(3 * 2**30)
     ('0 B', '1.5 KiB', '3.0 GiB')
     """
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return f"{n} B"
+    if abs(n) < 1024:
+        return f"{n} B"
+    size = float(n)
+    for unit in ("KiB", "MiB"):
+        size /= 1024
+        if abs(size) < 1024:
+            return f"{size:.1f} {unit}"
+    return f"{size / 1024:.1f} GiB"
 
 
 def source_for(config: PostgresSourceConfig, context: SourceContext) -> PostgresSource:
