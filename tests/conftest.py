@@ -62,7 +62,7 @@ HEAVY_TESTS = {  # a clean-clone `make test` of 2026-11-26 (issue 21)
     "test_oracle_lobs_xml.py::": 45, "test_report.py::": 40,
     "test_inflight.py::": 12, "test_errors.py::test_bad_config": 0.5, "test_airflow_dags.py::": 2,
     "test_mariadb_preflight.py::": 0.3, "test_mysql_types_spark.py::": 0.3, "test_oracle_fast_path.py::": 1.5,
-    "test_target_decoding.py::": 0.5, "test_oracle_types_spark.py::": 1,
+    "test_target_decoding.py::": 0.5, "test_target_partial.py::": 12, "test_oracle_types_spark.py::": 1,
     # per form; a mode's first test runs the shared workload (compatible ~300 s, spark ~100 s)
     "test_schema_changes.py::test_change_is_applied_exactly[spark": 5, "test_schema_changes.py::": 8,
     "test_oracle_schema_changes.py::": 138,

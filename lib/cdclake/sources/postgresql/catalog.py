@@ -43,6 +43,12 @@ TABLES = (
     "AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%'"
 )
 WAL_LSN = "SELECT pg_current_wal_flush_lsn()::text"
+#: generated columns (pgoutput does not send them) of ordinary and partitioned tables
+GENERATED = (
+    "SELECT n.nspname, c.relname, a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+    "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE a.attgenerated <> '' AND a.attnum > 0 "
+    "AND NOT a.attisdropped AND c.relkind IN ('r', 'p') ORDER BY a.attnum"
+)
 #: a type: its base type's name and category (a domain's base), its kind, a domain's typmod
 TYPE = (
     "SELECT bt.typname, bt.typcategory, t.typtype, CASE WHEN t.typtype = 'd' THEN t.typtypmod END FROM pg_type t "
@@ -197,6 +203,14 @@ def tables(conn: Any) -> dict[str, Table]:
     for s, t, kind, ident, pk, ident_index, relid in fetch(conn, TABLES):
         table = Table(str(s), str(t), kind == "p", str(ident), bool(pk), bool(ident_index), int(relid))
         out[table.qualified] = table
+    return out
+
+
+def generated_columns(conn: Any) -> dict[str, list[str]]:
+    """``schema.table`` -> its generated columns (tables without any are left out)."""
+    out: dict[str, list[str]] = {}
+    for s, t, a in fetch(conn, GENERATED):
+        out.setdefault(f"{s}.{t}", []).append(str(a))
     return out
 
 

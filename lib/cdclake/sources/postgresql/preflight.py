@@ -86,6 +86,41 @@ def check(conn: Any, captured: list[str], slot_name: str, publication_name: str,
                              + ", ".join(_quoted(tables[t]) for t in uncovered))
 
 
+def warnings(conn: Any, captured: list[str], slot_name: str) -> list[str]:
+    """What does not stop capture but loses something or soon may: each with what to do."""
+    out = []
+    slot = catalog.slot(conn, slot_name)
+    # (extended without max_slot_wal_keep_size only costs disk: status shows it)
+    if slot is not None and (slot.wal_status == "unreserved"
+                             or (slot.wal_status == "extended" and slot.safe_wal_size is not None)):
+        out.append(slot_warning(slot_name, slot.wal_status, slot.safe_wal_size))
+    generated = catalog.generated_columns(conn)
+    for table in captured:
+        if table in generated:
+            out.append(f"{table}: pgoutput does not send generated columns, so {', '.join(generated[table])} will "
+                       "not be in the lake (compute them downstream, or exclude the table: source.exclude_tables)")
+    return out
+
+
+def slot_warning(slot_name: str, wal_status: str, safe_wal_size: int | None) -> str:
+    """The warning for a slot whose retained WAL is past ``max_slot_wal_keep_size`` (``unreserved``: the next
+    checkpoint may remove it and invalidate the slot), or past ``max_wal_size`` with such a limit (``extended``).
+
+    >>> slot_warning("cdclake", "unreserved", -1024)
+    'replication slot cdclake is unreserved: it retains more WAL than max_slot_wal_keep_size allows, and the next \
+checkpoint may remove it, which loses the changes not yet in the lake; mine now (cdclake mine), then mine more often \
+or raise max_slot_wal_keep_size'
+    """
+    if wal_status == "unreserved":
+        return (f"replication slot {slot_name} is unreserved: it retains more WAL than max_slot_wal_keep_size "
+                "allows, and the next checkpoint may remove it, which loses the changes not yet in the lake; mine now "
+                "(cdclake mine), then mine more often or raise max_slot_wal_keep_size")
+    left = "" if safe_wal_size is None else f"; {max(0, safe_wal_size) // 2**20} MiB more and max_slot_wal_keep_size " \
+        "invalidates it"
+    return (f"replication slot {slot_name} retains more WAL than max_wal_size (wal_status {wal_status}{left}): "
+            "mine more often, or raise max_slot_wal_keep_size")
+
+
 def _quoted(table: catalog.Table) -> str:
     return f'{_ident(table.schema)}.{_ident(table.name)}'
 

@@ -107,8 +107,10 @@ class PostgresSource(RecordSource):
         return sorted(t for t in catalog.tables(self.conn()) if self.config.captures(t))
 
     def preflight(self) -> None:
-        preflight.check(self.conn(), self.captured_tables(), self.slot, self.publication,
-                        self.config.create_publication)
+        captured = self.captured_tables()
+        preflight.check(self.conn(), captured, self.slot, self.publication, self.config.create_publication)
+        for warning in preflight.warnings(self.conn(), captured, self.slot):
+            log.warning("%s", warning)
 
     def _table_schema(self, table: str, conn: Any = None, relid: int | None = None) -> TableSchema:
         """``table``'s schema from the catalog (``conn``: e.g. the snapshot holder's, to read it in the snapshot)."""
