@@ -103,3 +103,12 @@ def test_a_server_without_logical_decoding_is_named() -> None:
         preflight.check(conn, [], "s", "p", True)
     assert str(err.value) == ("wal_level is replica: logical decoding needs wal_level = logical\n"
                               "  fix: ALTER SYSTEM SET wal_level = logical; then restart the server")
+
+
+def test_generated_columns_are_a_warning_naming_them(pg: PostgresServer) -> None:
+    pg.execute("CREATE TABLE public.lines (id int PRIMARY KEY, qty int, total int GENERATED ALWAYS AS (qty * 2) "
+               "STORED)", dbname=pg.database)
+    with pg.connect() as conn:
+        assert preflight.warnings(conn, ["public.orders", "public.lines"], "s") == [
+            "public.lines: pgoutput does not send generated columns, so total will not be in the lake (compute them "
+            "downstream, or exclude the table: source.exclude_tables)"]
