@@ -85,10 +85,31 @@ class ChangeDecoder:
                 if change is not None:
                     yield change
             elif isinstance(m, Truncate):
-                for relid in m.relids:
-                    table = self.relations.get(relid, ("", None))[0]
-                    if table in self.schemas:
-                        yield R.RowChange(self._txid, table, "t", None, None, self.versions.get(table, 0))
+                yield from self._truncate(m)
+
+    def control(self, txid: str, begin_lsn: int, message: Relation | Truncate) -> list[R.LogRecord]:
+        """The records of a Relation or Truncate met in transaction ``txid`` (its commit record at ``begin_lsn``):
+        what :meth:`records` gives for it, when the row messages are decoded elsewhere (:mod:`.tasks`)."""
+        self._txid, self._begin_lsn = txid, begin_lsn
+        if isinstance(message, Truncate):
+            return list(self._truncate(message))
+        ddl = self._relation(message)
+        return [] if ddl is None else [ddl]
+
+    def row_form(self, relid: int) -> tuple[str, list[str], int] | None:
+        """How a row message of ``relid`` is decoded now: its table, the columns in force, their schema version
+        (None: not captured)."""
+        table = self.relations.get(relid, ("", None))[0]
+        schema = self.schemas.get(table)
+        if schema is None:
+            return None
+        return table, [c.name for c in schema.columns], self.versions.get(table, 0)
+
+    def _truncate(self, m: Truncate) -> Iterator[R.LogRecord]:
+        for relid in m.relids:
+            table = self.relations.get(relid, ("", None))[0]
+            if table in self.schemas:
+                yield R.RowChange(self._txid, table, "t", None, None, self.versions.get(table, 0))
 
     # -- schema --------------------------------------------------------------------------------------------
 
@@ -201,24 +222,28 @@ class ChangeDecoder:
     # -- rows ----------------------------------------------------------------------------------------------
 
     def _row(self, m: Insert | Update | Delete) -> R.RowChange | None:
-        table, _ = self.relations.get(m.relid, ("", None))
-        schema = self.schemas.get(table)
-        if schema is None:
+        form = self.row_form(m.relid)
+        if form is None:
             return None
-        names = [c.name for c in schema.columns]
-        version = self.versions.get(table, 0)
-        if isinstance(m, Insert):
-            return R.RowChange(self._txid, table, "c", None, _image(names, m.new), version)
-        if isinstance(m, Update):
-            after = _image(names, m.new)
-            before = None
-            if m.old is not None:
-                before = _image(names, m.old, missing_unavailable=m.old_kind == "K")
-                if m.old_kind == "O":  # REPLICA IDENTITY FULL: the old row has the value the new one lacks
-                    after = _fill(after, before)
-            return R.RowChange(self._txid, table, "u", before, after, version)
-        before = _image(names, m.old, missing_unavailable=m.old_kind == "K")
-        return R.RowChange(self._txid, table, "d", before, None, version)
+        table, names, version = form
+        op, before, after = row_images(m, names)
+        return R.RowChange(self._txid, table, op, before, after, version)
+
+
+def row_images(m: Insert | Update | Delete, names: list[str]) -> tuple[str, dict[str, Any] | None,
+                                                                       dict[str, Any] | None]:
+    """A row message as (op, before image, after image) with the columns ``names`` (the schema in force)."""
+    if isinstance(m, Insert):
+        return "c", None, _image(names, m.new)
+    if isinstance(m, Update):
+        after = _image(names, m.new)
+        before = None
+        if m.old is not None:
+            before = _image(names, m.old, missing_unavailable=m.old_kind == "K")
+            if m.old_kind == "O":  # REPLICA IDENTITY FULL: the old row has the value the new one lacks
+                after = _fill(after, before)
+        return "u", before, after
+    return "d", _image(names, m.old, missing_unavailable=m.old_kind == "K"), None
 
 
 def _image(names: list[str], values: tuple[Value, ...], missing_unavailable: bool = False) -> dict[str, Any]:

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cdclake.errors import CdcError, PositionLostError, PreflightError
 from cdclake.schema import TableSchema
-from cdclake.sources.postgresql import catalog, preflight, stream
+from cdclake.sources.postgresql import catalog, preflight, stream, tasks
 from cdclake.sources.postgresql.config import SESSION_SETTINGS, PostgresSourceConfig
 from cdclake.sources.postgresql.decoder import RELID, ChangeDecoder
 from cdclake.sources.postgresql.pgoutput import lsn_text
@@ -36,8 +37,16 @@ from cdclake.sources.postgresql.types import PostgresTypeMapper, columns, quote_
 from cdclake.spi.config import SourceContext
 from cdclake.spi.jdbc import read_jdbc
 from cdclake.spi.position import Position
-from cdclake.spi.records import LogRecord, WindowEnd
-from cdclake.spi.source import PENDING_SCAN_EVENTS, PendingChanges, RecordSource, SnapshotStart
+from cdclake.spi.records import Ddl, LogRecord, WindowEnd
+from cdclake.spi.source import (
+    PENDING_SCAN_EVENTS,
+    CommittedWindow,
+    PendingChanges,
+    RecordSource,
+    SnapshotStart,
+    WindowRequest,
+    WindowSink,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -265,16 +274,65 @@ class PostgresSource(RecordSource):
 
     # ---- mining ---------------------------------------------------------------------------------------------
 
+    def mine_window(self, spark: SparkSession, request: WindowRequest, sink: WindowSink) -> Position:
+        """A window of at least ``mining.parallel_min_bytes`` of WAL (``mining.decoder: auto``), or any window
+        (``executors``), is decoded in Spark tasks (:mod:`.tasks`); others on the driver."""
+        assert isinstance(request.start, LsnPosition) and isinstance(request.end_limit, LsnPosition)
+        options = request.splits
+        upto = min(request.end_limit.lsn, request.start.lsn + options.window_bytes)
+        if options.decoder == "driver" or (options.decoder == "auto" and upto - request.start.lsn < options.min_bytes):
+            return super().mine_window(spark, request, sink)
+        window = self._open_window(request.start, request.schemas, request.next_schema_version, request.floors)
+        if upto <= request.start.lsn:
+            return sink.committed(CommittedWindow(request.start, None, tasks.committed_stats(spark, None)))
+        log.info("window %s: %s of WAL decoded by Spark tasks", request.window_id, _size(upto - request.start.lsn))
+        props = {"driver": "org.postgresql.Driver", "user": self.config.user,
+                 "password": self.config.password.get_secret_value(),
+                 "fetchsize": str(self.config.snapshot.fetch_size), **self.config.jdbc_options}
+        limit = None if request.max_events is None else max(1, request.max_events)
+        staged = tasks.stage(spark, self.config.spark_jdbc_url(), props, self.slot, self.publication, lsn_text(upto),
+                             limit, f"{request.staging}/peek")
+        if limit is not None and staged.messages >= limit and staged.last_end is not None:
+            end = staged.last_end  # the next window starts after the last whole transaction
+        else:
+            end = max(upto, staged.last_end or 0)
+        schemas = tasks.schema_records(spark, staged, window.decoder)
+        position = LsnPosition(end, self.system())
+        ddl = list(schemas.ddl)
+        if end >= window.settled_at:
+            ddl += [r for r in self._settle(window.decoder, window.existing, window.published, position)
+                    if isinstance(r, Ddl)]
+        changed = f"{request.staging}/changes"
+        tasks.changes(spark, staged, schemas, request.floors, options.target_splits).write.parquet(changed)
+        stats = tasks.committed_stats(spark, changed)
+        rows = spark.read.parquet(changed) if stats["events"] else None
+        return sink.committed(CommittedWindow(position, rows, stats, ddl))
+
     def mine(self, start: Position, end: Position, schemas: dict[str, TableSchema], next_schema_version: int,
              max_events: int | None = None, floors: dict[str, int] | None = None) -> Iterator[LogRecord]:
         assert isinstance(start, LsnPosition) and isinstance(end, LsnPosition)
-        conn = self.conn()
-        stream.advance(conn, self.slot, start.lsn)  # the lake has everything before the window's start
         upto = min(end.lsn, start.lsn + self.config.mining.max_window_bytes)
         if upto <= start.lsn:
+            stream.advance(self.conn(), self.slot, start.lsn)  # the lake has everything before the window's start
             yield WindowEnd(start)
             return
+        window = self._open_window(start, schemas, next_schema_version, floors)
         result = stream.WindowRead(upto)
+        # max_events counts row changes; peek counts messages (about two more per transaction): a bound above it
+        limit = None if max_events is None else max(1, max_events)
+        conn = self.conn()
+        yield from window.decoder.records(stream.read_window(conn, self.slot, self.publication, upto, limit, result))
+        end = LsnPosition(result.end, self.system())
+        if result.end >= window.settled_at:
+            yield from self._settle(window.decoder, window.existing, window.published, end)
+        yield WindowEnd(end)
+
+    def _open_window(self, start: LsnPosition, schemas: dict[str, TableSchema], next_schema_version: int,
+                     floors: dict[str, int] | None) -> _OpenWindow:
+        """Confirm the slot up to ``start`` (the lake has everything before it), and what decoding the window
+        needs: its decoder, and the catalog as it was before the window's bound was read."""
+        conn = self.conn()
+        stream.advance(conn, self.slot, start.lsn)
         versions = {t: next_schema_version - 1 for t in schemas}  # the history's newest entry of each table
         decoder = ChangeDecoder(schemas, versions, next_schema_version, catalog.TypeCatalog(conn),
                                 self.config.captures, floors, self.system(),
@@ -284,14 +342,7 @@ class PostgresSource(RecordSource):
         # now, before the flush LSN, is settled for a window that reaches that LSN.
         existing = catalog.tables(conn)
         published = self._published(conn)
-        settled_at = catalog.flush_lsn(conn)
-        # max_events counts row changes; peek counts messages (about two more per transaction): a bound above it
-        limit = None if max_events is None else max(1, max_events)
-        yield from decoder.records(stream.read_window(conn, self.slot, self.publication, upto, limit, result))
-        end = LsnPosition(result.end, self.system())
-        if result.end >= settled_at:
-            yield from self._settle(decoder, existing, published, end)
-        yield WindowEnd(end)
+        return _OpenWindow(decoder, existing, published, catalog.flush_lsn(conn))
 
     def _published(self, conn: Any) -> Callable[[str], bool]:
         pub = catalog.publication(conn, self.publication)
@@ -313,6 +364,14 @@ class PostgresSource(RecordSource):
         for table in sorted(existing):
             if table not in decoder.schemas and self.config.captures(table) and published(table):
                 yield decoder.created(table, self._table_schema(table, relid=existing[table].relid), end)
+
+
+@dataclass
+class _OpenWindow:
+    decoder: ChangeDecoder
+    existing: dict[str, catalog.Table]
+    published: Callable[[str], bool]
+    settled_at: int  # the flush LSN read after the catalog
 
 
 def _size(n: int) -> str:
