@@ -5,7 +5,8 @@ slot's consistent point (docs/postgresql-design.md).
   with its snapshot exported; every Spark partition reads inside that snapshot (:mod:`.snapshot`). Tables added
   later are read in the snapshot of a temporary slot, at its own consistent point.
 * **Windows**: ``pg_logical_slot_peek_binary_changes`` up to the server's flushed WAL when the run began (or a
-  window's recorded end): whole transactions, decoded on the driver (:mod:`.stream`, :mod:`.decoder`).
+  window's recorded end): whole transactions, decoded on the driver (:mod:`.stream`, :mod:`.decoder`), or, for
+  a large window, in Spark tasks (:mod:`.tasks`).
 * **Exactly once**: peek never moves the slot. A window starts by confirming the slot up to its start, which the
   lake has committed (``pg_replication_slot_advance``); a run killed at any instant reads the same transactions
   again. The slot retains WAL from the lake's position on, and moves on every window, empty ones too, so an
