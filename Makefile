@@ -4,7 +4,7 @@ PY      := .venv/bin/python
 TEST_WORKERS ?= 2
 STAMP   := .venv/.cdclake-setup
 
-.PHONY: setup demo test lint bench bench-db2 bench-oracle bench-floor test-oracle-live test-db2-live clean
+.PHONY: setup demo test lint bench bench-db2 bench-postgres bench-oracle bench-floor test-oracle-live test-db2-live clean
 
 setup: $(STAMP)
 
@@ -41,6 +41,11 @@ bench: setup
 bench-db2: setup
 	$(PY) benchmarks/run_db2_bench.py --master 'local[2]'
 	$(PY) benchmarks/run_db2_bench.py --master 'local[1]'
+
+# The PostgreSQL source: a 1,000,000-change window end to end against the server's own readers of the same changes
+# (peek, pg_recvlogical) and cdclake's pgoutput decoder alone; the lake compared with the source.
+bench-postgres: setup
+	$(PY) benchmarks/run_postgres_bench.py
 
 bench-oracle: setup
 	$(PY) benchmarks/run_oracle_bench.py

@@ -46,14 +46,17 @@ def test_dag_file_imports_cleanly_and_builds_each_pipelines_dags(airflow_home: P
     pipelines.mkdir()
     shutil.copy(ROOT / "conf" / "pipelines" / "example-mariadb.yaml", pipelines / "shop.yaml")
     (pipelines / "audit.yml").write_text(ORACLE_EXPORT)
+    shutil.copy(ROOT / "conf" / "example-postgresql.yaml", pipelines / "pg.yaml")
     (pipelines / "notes.txt").write_text("not a pipeline file")
 
     bag = _dagbag(airflow_home, pipelines)
 
     assert bag["import_errors"] == {}
     assert bag["warnings"] == [] and bag["captured"] == {}
-    assert sorted(bag["dags"]) == [f"cdclake_{p}_{kind}" for p in ("audit", "example_shop")
+    assert sorted(bag["dags"]) == [f"cdclake_{p}_{kind}" for p in ("audit", "example_shop", "shop")
                                    for kind in ("backfill", "maintenance", "mine", "snapshot")]
+    pg_mine = bag["dags"]["cdclake_shop_mine"]["tasks"]["mine"]  # (PostgreSQL: its own jar among the task's)
+    assert pg_mine["args"][:2] == ["--config", str(pipelines / "pg.yaml")] and "postgresql" in pg_mine["jars"]
     mine = bag["dags"]["cdclake_example_shop_mine"]
     assert mine["schedule"] == "*/10 * * * *"
     assert mine["max_active_runs"] == 1 and mine["catchup"] is False

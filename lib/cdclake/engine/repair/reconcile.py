@@ -254,7 +254,8 @@ def _schema(ctx: PipelineContext, table: str) -> tuple[TableSchema, Any]:
     """The table's schema (source now, checked against the lake's) and the source position the
     next ``snapshot_read`` reads at."""
     _, start = read_start(ctx, table, "reconcile")
-    ctx.source.end_snapshot_read()  # reconcile only reads: writers to the table need not wait
+    if start.held:
+        ctx.source.end_snapshot_read()  # reconcile only reads: writers to the table need not wait
     return start.schemas[table], start.position
 
 

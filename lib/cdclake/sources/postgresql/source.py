@@ -239,9 +239,8 @@ class PostgresSource(RecordSource):
             snap.release()
 
     def snapshot_read(self, spark: SparkSession, schema: TableSchema, where: str | None = None) -> DataFrame:
-        if self._snapshot is None:
-            raise CdcError("no exported snapshot is open: snapshot_read without snapshot_start",
-                           "run cdclake snapshot")
+        if self._snapshot is None:  # (the engine let the last one go) the database as it is now
+            self._snapshot = create_slot_with_snapshot(self.settings(), f"{self.slot}_snap", temporary=True)
         table = f"{quote_identifier(schema.database)}.{quote_identifier(schema.table)}"
         cols = ", ".join(f"{self.types.read_sql(c)} AS {quote_identifier(c.name)}" for c in schema.columns)
         select = f"SELECT {cols} FROM {table}" + (f" WHERE {where}" if where else "")
