@@ -36,3 +36,17 @@ def assert_lake_equals_source(spark, db: MariaDBServer, pipeline: Pipeline, tabl
     for table in tables:
         result = compare_table(spark, pipeline, table)
         assert result.equal, f"{table}: {result.summary()}"
+
+
+def break_three_rows_and_reconcile(spark, pipeline: Pipeline, table: str, key: str, lost: int, stale: int,  # type: ignore[no-untyped-def]
+                                   stale_set: str, extra: int) -> None:
+    """Delete row ``lost`` from the lake, change row ``stale`` (``SET stale_set``), add row ``extra`` the source
+    lacks; a reconcile with repair must name exactly those keys and repair them."""
+    path = pipeline.layout.target(table)
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE {key} = {lost}")
+    spark.sql(f"UPDATE delta.`{path}` SET {stale_set} WHERE {key} = {stale}")
+    spark.sql(f"INSERT INTO delta.`{path}` ({key}, `__op`, `__seq`, `__position`) VALUES ({extra}, 'c', 1, 'x')")
+    fixed = pipeline.reconcile(chunks=4, repair=True).tables[0]
+    assert {k: [r[key] for r in v] for k, v in fixed.keys.items()} == {
+        "only_in_source": [lost], "only_in_lake": [extra], "different": [stale]}
+    assert fixed.repaired and fixed.ok

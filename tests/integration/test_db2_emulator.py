@@ -13,6 +13,7 @@ import pytest
 from cdclake.testing.db2_emulator import EmulatedDb2, UnknownStatementError
 
 from tests.integration.db2_helpers import assert_lake_equals_emulated, db2_pipeline
+from tests.integration.pipeline_helpers import break_three_rows_and_reconcile
 
 COLUMNS = [("ID", "INTEGER", False), ("NAME", "VARCHAR(40)", True), ("AMOUNT", "DECIMAL(10,2)", True),
            ("TS", "TIMESTAMP(6)", True), ("D", "DATE", True), ("B", "VARCHAR(8) FOR BIT DATA", True)]
@@ -221,15 +222,10 @@ def test_reconcile_backfill_quality_gates_and_report_work_for_db2(spark: Any, db
     assert results.where("window_id IS NULL").count() > 0  # the snapshot's gate ran
     assert results.where(f"window_id = {window.window_id} AND NOT success").count() == 0
 
-    path = pipeline.layout.target("APP.ORDERS")
-    spark.sql(f"DELETE FROM delta.`{path}` WHERE ID = 5")
-    spark.sql(f"UPDATE delta.`{path}` SET NAME = 'wrong' WHERE ID = 7")
-    spark.sql(f"INSERT INTO delta.`{path}` (ID, `__op`, `__seq`, `__position`) VALUES (999, 'c', 1, 'x')")
-    fixed = pipeline.reconcile(chunks=4, repair=True).tables[0]
-    assert {k: [r["ID"] for r in v] for k, v in fixed.keys.items()} == {
-        "only_in_source": [5], "only_in_lake": [999], "different": [7]}
-    assert fixed.repaired and fixed.ok
+    break_three_rows_and_reconcile(spark, pipeline, "APP.ORDERS", "ID", lost=5, stale=7, stale_set="NAME = 'wrong'",
+                                   extra=999)
     assert_lake_equals_emulated(spark, pipeline, db)
+    path = pipeline.layout.target("APP.ORDERS")
 
     spark.sql(f"UPDATE delta.`{path}` SET AMOUNT = -1 WHERE ID BETWEEN 10 AND 12")
     pipeline.backfill("APP.ORDERS", where="ID BETWEEN 10 AND 12")

@@ -1,8 +1,9 @@
 """PostgreSQL end to end under a pgbench-style workload: a snapshot taken while writers run, then windows each
 killed at a random instant (before a random Delta write or Spark statement, or part-way through the slot's
 read) and run again by a new pipeline object; updates of every column, key changes, deletes, rollbacks,
-TOASTed values left unchanged, a partitioned table, TRUNCATE and each kind of column change. After every
-round every Delta table equals the source, and every window is in bronze once."""
+TOASTed values left unchanged, a partitioned table, TRUNCATE and each kind of column change; the second round's
+windows decoded in Spark tasks. After every round every Delta table equals the source, and every window is in
+bronze once."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 from cdclake.engine.faults import SimulatedKill
-from cdclake.sources.postgresql import stream
+from cdclake.sources.postgresql import stream, tasks
 from cdclake.testing.compare import compare_table
 from cdclake.testing.postgres import PostgresServer
 
@@ -102,8 +103,18 @@ class Workload:
             c.execute("UPDATE events SET id = id + %s, kind = kind + 1 WHERE id = %s", (shift, self.next_event - 1))
 
 
-def _killed_read(monkeypatch: pytest.MonkeyPatch, after: int) -> None:
-    """The slot's read raises after ``after`` messages (the process dies while it reads)."""
+def _killed_read(monkeypatch: pytest.MonkeyPatch, after: int, in_tasks: bool) -> None:
+    """The slot's read raises after ``after`` messages (the process dies while it reads); with the window decoded in
+    Spark tasks, once the read is staged."""
+    if in_tasks:
+        stage = tasks.stage
+
+        def staged_then_killed(*args: Any, **kwargs: Any) -> Any:
+            stage(*args, **kwargs)
+            raise SimulatedKill("killed once the window's messages were staged")
+
+        monkeypatch.setattr(tasks, "stage", staged_then_killed)
+        return
     read = stream.read_window
 
     def dying(*args: Any, **kwargs: Any) -> Iterator[Any]:
@@ -158,6 +169,8 @@ def test_snapshot_under_writes_then_killed_windows_end_equal(spark: Any, tmp_pat
 
         killed = []
         for round_, changes in enumerate([[], COLUMN_CHANGES]):
+            # the second round's windows are decoded in Spark tasks (mining.decoder), killed the same ways
+            decoder = "mining:\n  decoder: executors\n" if round_ else ""
             for _ in range(rng.randint(4, 8)):
                 work.transaction()
             for change in changes:
@@ -171,17 +184,17 @@ def test_snapshot_under_writes_then_killed_windows_end_equal(spark: Any, tmp_pat
                     kill = f"write {rng.randint(1, 12)}"
                     with kill_at_write(spark, m, int(kill.split()[1])):
                         try:
-                            postgres_pipeline(spark, pg, lake, name="crash").mine()
+                            postgres_pipeline(spark, pg, lake, name="crash", extra=decoder).mine()
                         except SimulatedKill:
                             killed.append(kill)
                 else:
                     kill = f"read {rng.randint(0, 20)}"
-                    _killed_read(m, int(kill.split()[1]))
+                    _killed_read(m, int(kill.split()[1]), in_tasks=bool(decoder))
                     try:
-                        postgres_pipeline(spark, pg, lake, name="crash").mine()
+                        postgres_pipeline(spark, pg, lake, name="crash", extra=decoder).mine()
                     except SimulatedKill:
                         killed.append(kill)
-            pipeline = postgres_pipeline(spark, pg, lake, name="crash")  # nothing carried over but the lake
+            pipeline = postgres_pipeline(spark, pg, lake, name="crash", extra=decoder)  # only the lake carries over
             pipeline.mine()
             try:
                 _assert_equal(spark, pipeline, pg)

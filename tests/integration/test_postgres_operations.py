@@ -1,6 +1,6 @@
 """The commands around mining, on PostgreSQL: quality gates after the snapshot and a window, reconcile finding and
 repairing (by key-filtered backfills read in an exported snapshot) a lost, a stale and an extra row, a resnapshot
-backfill of a key range, a rebuild from bronze, status and the HTML report."""
+backfill of a key range, a rebuild from bronze, status and the HTML report; the table read in key ranges."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from cdclake.engine.pipeline import Pipeline
 from cdclake.testing.compare import compare_table
 from cdclake.testing.postgres import PostgresServer
 
+from tests.integration.pipeline_helpers import break_three_rows_and_reconcile
 from tests.integration.postgres_helpers import postgres_pipeline
 
 pytestmark = pytest.mark.integration
@@ -31,8 +32,12 @@ def test_reconcile_backfill_quality_gates_and_report_work_for_postgresql(spark: 
         conn.execute("CREATE TABLE orders (id int PRIMARY KEY, name text, amount numeric(10,2), body text)")
         conn.execute("INSERT INTO orders SELECT g, 'n' || g, g * 1.5, CASE WHEN g = 7 THEN %s END "
                      "FROM generate_series(1, 40) g", (secrets.token_hex(5000),))
-        pipeline = postgres_pipeline(spark, pg, tmp_path / "lake", extra=QUALITY)
+        # read in key ranges (three Spark partitions, each in the exported snapshot)
+        parts = "  snapshot:\n    partitions: 3\n    min_rows_per_partition: 10\n"
+        pipeline = postgres_pipeline(spark, pg, tmp_path / "lake", extra=QUALITY, source_extra=parts)
         pipeline.snapshot()
+        schema = pipeline.control.latest_entries()["public.orders"].schema
+        assert pipeline.source.snapshot_read(spark, schema).rdd.getNumPartitions() == 3  # type: ignore[arg-type]
         conn.execute("UPDATE orders SET name = 'changed' WHERE id = 2")
         conn.execute("DELETE FROM orders WHERE id = 3")
         conn.execute("UPDATE orders SET amount = 0 WHERE id = 7")  # its TOASTed body unchanged
@@ -41,15 +46,10 @@ def test_reconcile_backfill_quality_gates_and_report_work_for_postgresql(spark: 
         assert results.where("window_id IS NULL").count() > 0  # the snapshot's gate ran
         assert results.where(f"window_id = {window.window_id} AND NOT success").count() == 0
 
-        path = pipeline.layout.target("public.orders")
-        spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 5")
-        spark.sql(f"UPDATE delta.`{path}` SET name = 'wrong', body = NULL WHERE id = 7")
-        spark.sql(f"INSERT INTO delta.`{path}` (id, `__op`, `__seq`, `__position`) VALUES (999, 'c', 1, 'x')")
-        fixed = pipeline.reconcile(chunks=4, repair=True).tables[0]
-        assert {k: [r["id"] for r in v] for k, v in fixed.keys.items()} == {
-            "only_in_source": [5], "only_in_lake": [999], "different": [7]}
-        assert fixed.repaired and fixed.ok
+        break_three_rows_and_reconcile(spark, pipeline, "public.orders", "id", lost=5, stale=7,
+                                       stale_set="name = 'wrong', body = NULL", extra=999)
         _assert_equal(spark, pipeline)
+        path = pipeline.layout.target("public.orders")
 
         spark.sql(f"UPDATE delta.`{path}` SET amount = -1 WHERE id BETWEEN 10 AND 12")
         pipeline.backfill("public.orders", where="id BETWEEN 10 AND 12")

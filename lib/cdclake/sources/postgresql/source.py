@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 KEY_RANGE = "SELECT min({key})::bigint, max({key})::bigint, count(*) FROM {table}"
+#: the column a partitioned snapshot read splits on: the integer key as stored
+PARTITION_KEY = "cdclake_part"
 
 
 def _options() -> str:
@@ -242,20 +244,22 @@ class PostgresSource(RecordSource):
         if self._snapshot is None:  # (the engine let the last one go) the database as it is now
             self._snapshot = create_slot_with_snapshot(self.settings(), f"{self.slot}_snap", temporary=True)
         table = f"{quote_identifier(schema.database)}.{quote_identifier(schema.table)}"
-        cols = ", ".join(f"{self.types.read_sql(c)} AS {quote_identifier(c.name)}" for c in schema.columns)
-        select = f"SELECT {cols} FROM {table}" + (f" WHERE {where}" if where else "")
+        bounds = None if where else self._partition_bounds(schema, table)
+        cols = [f"{self.types.read_sql(c)} AS {quote_identifier(c.name)}" for c in schema.columns]
+        if bounds is not None:  # the key as it is (the columns are read as text): ranges of it use its index
+            cols.append(f"{quote_identifier(bounds[0])} AS {PARTITION_KEY}")
+        select = f"SELECT {', '.join(cols)} FROM {table}" + (f" WHERE {where}" if where else "")
         props = {"driver": "org.postgresql.Driver", "user": self.config.user,
                  "password": self.config.password.get_secret_value(),
                  **jdbc_options(self._snapshot, self.config.snapshot.fetch_size), **self.config.jdbc_options,
                  "customSchema": ", ".join(f"`{c.name}` STRING" for c in schema.columns) + f", {GUARD} INT"}
         sql = f"({guarded(select, self._snapshot)}) cdclake_t"
-        bounds = None if where else self._partition_bounds(schema, table)
         if bounds is None:
             frame = read_jdbc(spark, self.config.spark_jdbc_url(), sql, props)
         else:
-            key, low, high, parts = bounds
-            frame = read_jdbc(spark, self.config.spark_jdbc_url(), sql, props, column=key, lower_bound=low,
-                              upper_bound=high + 1, num_partitions=parts)
+            _, low, high, parts = bounds
+            frame = read_jdbc(spark, self.config.spark_jdbc_url(), sql, props, column=PARTITION_KEY,
+                              lower_bound=low, upper_bound=high + 1, num_partitions=parts).drop(PARTITION_KEY)
         return frame.where(f"{GUARD} = 1").drop(GUARD)
 
     def _partition_bounds(self, schema: TableSchema, table: str) -> tuple[str, int, int, int] | None:
@@ -303,7 +307,8 @@ class PostgresSource(RecordSource):
             ddl += [r for r in self._settle(window.decoder, window.existing, window.published, position)
                     if isinstance(r, Ddl)]
         changed = f"{request.staging}/changes"
-        tasks.changes(spark, staged, schemas, request.floors, options.target_splits).write.parquet(changed)
+        tasks.changes(spark, staged, schemas, request.floors, options.target_splits).write.mode("overwrite").parquet(
+            changed)
         stats = tasks.committed_stats(spark, changed)
         rows = spark.read.parquet(changed) if stats["events"] else None
         return sink.committed(CommittedWindow(position, rows, stats, ddl))
