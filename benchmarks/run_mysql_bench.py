@@ -29,10 +29,8 @@ Usage: ``.venv/bin/python benchmarks/run_mysql_bench.py [--table-size N] [--even
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -50,6 +48,7 @@ from cdclake.engine.history import registry_before  # noqa: E402
 from cdclake.engine.lake import read_delta  # noqa: E402
 from cdclake.engine.pipeline import Pipeline  # noqa: E402
 from cdclake.testing.mariadb import MariaDBServer  # noqa: E402
+from machine import machine_facts as shared_machine_facts  # noqa: E402
 
 TABLE = "sbtest.sbtest1"
 WARMUP_EVENTS = 2500  # ~10,000 row changes, ~5.6 MB of binlog
@@ -93,53 +92,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def machine_facts() -> dict[str, object]:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem_gib = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_gib = round(int(line.split()[1]) / 1024 / 1024, 1)
-    except OSError:
-        pass
-    import pymysqlreplication
-    import pyspark
+    def tool(argv: list[str]) -> str:
+        try:
+            return subprocess.run(argv, capture_output=True, text=True).stdout.strip()
+        except OSError:
+            return "not installed"
 
-    try:
-        from importlib.metadata import version
-
-        delta_version = version("delta-spark")
-        repl_version = version("mysql-replication")
-    except Exception:
-        delta_version = repl_version = "unknown"
-    try:
-        sysbench = subprocess.run(["sysbench", "--version"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        sysbench = "not installed"
-    try:
-        mbinlog = subprocess.run(["mariadb-binlog", "--version"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        mbinlog = "not installed"
-    _ = pymysqlreplication
-    return {
-        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
-        "nproc": os.cpu_count(),
-        "mem_gib": mem_gib,
-        "cpu_model": cpu,
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-        "pyspark": pyspark.__version__,
-        "delta_spark": delta_version,
-        "mysql_replication": repl_version,
-        "sysbench": sysbench,
-        "mariadb_binlog": mbinlog,
-    }
+    return {**shared_machine_facts("mysql-replication"), "sysbench": tool(["sysbench", "--version"]),
+            "mariadb_binlog": tool(["mariadb-binlog", "--version"])}
 
 
 # ---- helpers ---------------------------------------------------------------------------------------

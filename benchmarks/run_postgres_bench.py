@@ -29,10 +29,8 @@ changes). Usage: ``.venv/bin/python benchmarks/run_postgres_bench.py [--changes 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -50,6 +48,7 @@ from cdclake.sources.postgresql import stream  # noqa: E402
 from cdclake.sources.postgresql.pgoutput import Commit, Delete, Insert, Update, parse_lsn  # noqa: E402
 from cdclake.testing.compare import compare_table  # noqa: E402
 from cdclake.testing.postgres import PostgresServer  # noqa: E402
+from machine import machine_facts  # noqa: E402
 
 PIPELINE = "pgbench"
 TABLE = "public.pgbench_accounts"
@@ -125,37 +124,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.rows < 10:
         ap.error("--rows must be at least 10 (the updates pick keys from equal buckets of the live keys)")
     return args
-
-
-def machine_facts() -> dict[str, object]:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    from importlib.metadata import version
-
-    import pyspark
-
-    def package(name: str) -> str:
-        try:
-            return version(name)
-        except Exception:
-            return "unknown"
-
-    return {
-        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
-        "nproc": os.cpu_count(),
-        "cpu_model": cpu,
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-        "pyspark": pyspark.__version__,
-        "delta_spark": package("delta-spark"),
-        "psycopg": package("psycopg"),
-    }
 
 
 def timed(fn):
@@ -346,7 +314,7 @@ def run(args: argparse.Namespace, work: Path, facts: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    facts = machine_facts()
+    facts = machine_facts("psycopg")
     own_work = args.workdir is None
     work = Path(args.workdir or tempfile.mkdtemp(prefix="cdclake-pg-bench-"))
     work.mkdir(parents=True, exist_ok=True)
