@@ -48,7 +48,8 @@ from cdclake.engine.history import registry_before  # noqa: E402
 from cdclake.engine.lake import read_delta  # noqa: E402
 from cdclake.engine.pipeline import Pipeline  # noqa: E402
 from cdclake.testing.mariadb import MariaDBServer  # noqa: E402
-from machine import machine_facts as shared_machine_facts  # noqa: E402
+from common import machine_facts as shared_machine_facts  # noqa: E402
+from common import rate, timed  # noqa: E402
 
 TABLE = "sbtest.sbtest1"
 WARMUP_EVENTS = 2500  # ~10,000 row changes, ~5.6 MB of binlog
@@ -118,16 +119,6 @@ def sysbench(db: MariaDBServer, test: str, command: str, *extra: str) -> float:
         raise RuntimeError(f"sysbench {test} {command} failed ({res.returncode}):\n{res.stdout[-3000:]}\n"
                            f"{res.stderr[-3000:]}")
     return took
-
-
-def timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
-
-
-def rate(n: float, seconds: float) -> float:
-    return round(n / seconds, 1) if seconds > 0 else float("nan")
 
 
 # ---- sections --------------------------------------------------------------------------------------

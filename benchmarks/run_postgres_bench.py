@@ -48,7 +48,7 @@ from cdclake.sources.postgresql import stream  # noqa: E402
 from cdclake.sources.postgresql.pgoutput import Commit, Delete, Insert, Update, parse_lsn  # noqa: E402
 from cdclake.testing.compare import compare_table  # noqa: E402
 from cdclake.testing.postgres import PostgresServer  # noqa: E402
-from machine import machine_facts  # noqa: E402
+from common import machine_facts, rate, timed  # noqa: E402
 
 PIPELINE = "pgbench"
 TABLE = "public.pgbench_accounts"
@@ -124,16 +124,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.rows < 10:
         ap.error("--rows must be at least 10 (the updates pick keys from equal buckets of the live keys)")
     return args
-
-
-def timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
-
-
-def rate(n: float, seconds: float) -> float:
-    return round(n / seconds, 1) if seconds > 0 else float("nan")
 
 
 def pipeline_file(pg: PostgresServer, lake: Path, args: argparse.Namespace):

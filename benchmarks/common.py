@@ -1,10 +1,12 @@
-"""The machine a benchmark ran on, for its results file: date, CPUs, memory, kernel and package versions."""
+"""What the benchmark scripts share: the machine facts of a results file (date, CPUs, memory, kernel, package
+versions), and timing."""
 
 from __future__ import annotations
 
 import datetime as dt
 import os
 import platform
+import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -40,3 +42,14 @@ def machine_facts(*packages: str) -> dict[str, object]:
         "delta_spark": package_version("delta-spark"),
         **{name.replace("-", "_"): package_version(name) for name in packages},
     }
+
+
+def timed(fn):  # type: ignore[no-untyped-def]
+    """``(fn(), seconds it took)``."""
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def rate(n: float, seconds: float) -> float:
+    return round(n / seconds, 1) if seconds > 0 else float("nan")
