@@ -54,6 +54,7 @@ def assert_lake_equals_simulated(spark: Any, pipeline: Pipeline, db: SimulatedOr
     lake's type mapping; the schema is the one the pipeline's schema history holds now.
     """
     from cdclake.engine.target import typed_select
+    from pyspark.sql import functions as F
 
     latest = pipeline.control.latest_entries()
     names = tables if tables is not None else sorted(t for t, e in latest.items() if e.schema is not None)
@@ -69,11 +70,14 @@ def assert_lake_equals_simulated(spark: Any, pipeline: Pipeline, db: SimulatedOr
         if "__deleted" in lake.columns:
             lake = lake.where("NOT `__deleted`")
         lake, expected = lake.select(*cols), expected.select(*cols)
-        only_lake = [r.asDict() for r in lake.exceptAll(expected).limit(5).collect()]
-        only_src = [r.asDict() for r in expected.exceptAll(lake).limit(5).collect()]
-        assert not only_lake and not only_src, (
-            f"{table}: lake {lake.count()} rows, source {expected.count()} rows; only in lake: {only_lake}; "
-            f"only in source: {only_src}")
+        # the rows as multisets, in one job: what exceptAll both ways tells (Spark plans exceptAll so itself)
+        tagged = lake.withColumn("__side", F.lit(1)).unionByName(expected.withColumn("__side", F.lit(-1)))
+        differ = tagged.groupBy(*cols).agg(F.sum("__side").alias("__n")).where("__n <> 0").limit(10).collect()
+        if differ:
+            only_lake = [{k: v for k, v in r.asDict().items() if k != "__n"} for r in differ if r["__n"] > 0][:5]
+            only_src = [{k: v for k, v in r.asDict().items() if k != "__n"} for r in differ if r["__n"] < 0][:5]
+            raise AssertionError(f"{table}: lake {lake.count()} rows, source {expected.count()} rows; only in lake: "
+                                 f"{only_lake}; only in source: {only_src}")
 
 
 def bronze_markers(spark: Any, pipeline: Pipeline) -> list[dict[str, Any]]:
