@@ -233,7 +233,7 @@ class PostgresSource(RecordSource):
         if self._snapshot is not None and position.lsn == self._snapshot.consistent_point:
             return
         self.end_snapshot_read()
-        self._snapshot = create_slot_with_snapshot(self.settings(), f"{self.slot}_snap", temporary=True)
+        self._snapshot = self._fresh_snapshot()
 
     def end_snapshot_read(self, table: str | None = None) -> None:
         if table is None and self._snapshot is not None:
@@ -242,16 +242,15 @@ class PostgresSource(RecordSource):
 
     def snapshot_read(self, spark: SparkSession, schema: TableSchema, where: str | None = None) -> DataFrame:
         if self._snapshot is None:  # (the engine let the last one go) the database as it is now
-            self._snapshot = create_slot_with_snapshot(self.settings(), f"{self.slot}_snap", temporary=True)
+            self._snapshot = self._fresh_snapshot()
         table = f"{quote_identifier(schema.database)}.{quote_identifier(schema.table)}"
         bounds = None if where else self._partition_bounds(schema, table)
         cols = [f"{self.types.read_sql(c)} AS {quote_identifier(c.name)}" for c in schema.columns]
         if bounds is not None:  # the key as it is (the columns are read as text): ranges of it use its index
             cols.append(f"{quote_identifier(bounds[0])} AS {PARTITION_KEY}")
         select = f"SELECT {', '.join(cols)} FROM {table}" + (f" WHERE {where}" if where else "")
-        props = {"driver": "org.postgresql.Driver", "user": self.config.user,
-                 "password": self.config.password.get_secret_value(),
-                 **jdbc_options(self._snapshot, self.config.snapshot.fetch_size), **self.config.jdbc_options,
+        props = {**self._jdbc_properties(), **jdbc_options(self._snapshot, self.config.snapshot.fetch_size),
+                 **self.config.jdbc_options,
                  "customSchema": ", ".join(f"`{c.name}` STRING" for c in schema.columns) + f", {GUARD} INT"}
         sql = f"({guarded(select, self._snapshot)}) cdclake_t"
         if bounds is None:
@@ -261,6 +260,14 @@ class PostgresSource(RecordSource):
             frame = read_jdbc(spark, self.config.spark_jdbc_url(), sql, props, column=PARTITION_KEY,
                               lower_bound=low, upper_bound=high + 1, num_partitions=parts).drop(PARTITION_KEY)
         return frame.where(f"{GUARD} = 1").drop(GUARD)
+
+    def _jdbc_properties(self) -> dict[str, str]:
+        return {"driver": "org.postgresql.Driver", "user": self.config.user,
+                "password": self.config.password.get_secret_value()}
+
+    def _fresh_snapshot(self) -> ExportedSnapshot:
+        """An exported snapshot of the database now (a temporary slot beside cdclake's)."""
+        return create_slot_with_snapshot(self.settings(), f"{self.slot}_snap", temporary=True)
 
     def _partition_bounds(self, schema: TableSchema, table: str) -> tuple[str, int, int, int] | None:
         if len(schema.primary_key) != 1:
@@ -290,9 +297,8 @@ class PostgresSource(RecordSource):
         if upto <= request.start.lsn:
             return sink.committed(CommittedWindow(request.start, None, tasks.committed_stats(spark, None)))
         log.info("window %s: %s of WAL decoded by Spark tasks", request.window_id, _size(upto - request.start.lsn))
-        props = {"driver": "org.postgresql.Driver", "user": self.config.user,
-                 "password": self.config.password.get_secret_value(),
-                 "fetchsize": str(self.config.snapshot.fetch_size), **self.config.jdbc_options}
+        props = {**self._jdbc_properties(), "fetchsize": str(self.config.snapshot.fetch_size),
+                 **self.config.jdbc_options}
         limit = None if request.max_events is None else max(1, request.max_events)
         staged = tasks.stage(spark, self.config.spark_jdbc_url(), props, self.slot, self.publication, lsn_text(upto),
                              limit, f"{request.staging}/peek")
@@ -304,8 +310,7 @@ class PostgresSource(RecordSource):
         position = LsnPosition(end, self.system())
         ddl = list(schemas.ddl)
         if end >= window.settled_at:
-            ddl += [r for r in self._settle(window.decoder, window.existing, window.published, position)
-                    if isinstance(r, Ddl)]
+            ddl += self._settle(window.decoder, window.existing, window.published, position)
         changed = f"{request.staging}/changes"
         tasks.changes(spark, staged, schemas, request.floors, options.target_splits).write.mode("overwrite").parquet(
             changed)
@@ -356,7 +361,7 @@ class PostgresSource(RecordSource):
         return lambda table: pub.all_tables or table in pub.tables
 
     def _settle(self, decoder: ChangeDecoder, existing: dict[str, catalog.Table], published: Callable[[str], bool],
-                end: LsnPosition) -> Iterator[LogRecord]:
+                end: LsnPosition) -> Iterator[Ddl]:
         """Schema entries at the window's end for what the catalog says and the WAL cannot: a captured table
         dropped (its mirror empties), and one created and published, or created again, with no change yet."""
         for table, schema in sorted(decoder.schemas.items()):
