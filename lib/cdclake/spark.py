@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import logging
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+log = logging.getLogger(__name__)
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 JAR_DIR_ENV = "CDCLAKE_JARS"
 
@@ -93,33 +95,47 @@ def build_spark(
 
         spark = build_spark("doc")
         spark.conf.get("spark.sql.session.timeZone")   # 'UTC', whatever the pipeline file says
+
+    Under ``spark-submit`` the command line wins, as is Spark's rule: every setting spark-submit gave
+    (``--master``, which defaults to ``local[*]``, ``--conf``, ``--jars``, ``spark-defaults.conf``) is
+    kept, and the pipeline file's ``spark:`` block only fills in the others (its ``master`` applies to
+    ``cdclake`` commands). When the submitted classpath lacks Delta, the driver adds cdclake's jars
+    itself (:func:`_driver_classpath`).
     """
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    settings = dict(LOCAL_DEFAULTS)
-    settings.update({k: str(v) for k, v in (conf or {}).items()})
+    conf = {k: str(v) for k, v in (conf or {}).items()}
+    submitted = _submitted_conf()
+    if submitted is not None:
+        conf = _command_line_wins(submitted, master, conf)
+        master = submitted.get("spark.master")
+    else:
+        master = master or os.environ.get("CDCLAKE_SPARK_MASTER")
+        if not master and ("SPARK_HOME" not in os.environ or not os.environ.get("PYSPARK_SUBMIT_ARGS")):
+            master = "local[2]"
+    local = (master or "").startswith("local")
+    # Local defaults suit this machine; on a cluster Spark's own (or the submitted) ones stand.
+    settings = {k: v for k, v in LOCAL_DEFAULTS.items() if local and (submitted is None or k not in submitted)}
+    settings.update(conf)
     for key, value in REQUIRED.items():
-        if key.endswith(".extraJavaOptions") and settings.get(key):
-            settings[key] = f"{settings[key]} {value}"  # the pipeline file's JVM options, then the required ones
+        given = settings.get(key) or (submitted or {}).get(key)
+        if key.endswith(".extraJavaOptions") and given:
+            settings[key] = f"{given} {value}"  # the given JVM options, then the required ones
         else:
             settings[key] = value
-    jars = cached_jars()
-    if jars and "spark.jars" not in (conf or {}):
-        settings["spark.jars"] = ",".join(jars)
+    if submitted is not None:
+        jars = _driver_classpath(submitted, conf.get("spark.jars"))
+        if jars:
+            settings["spark.jars"] = jars
+    elif "spark.jars" not in conf and cached_jars():
+        settings["spark.jars"] = ",".join(cached_jars())
     builder = SparkSession.builder.appName(app_name)
-    # spark-submit sets the master itself (its JVM is up and handed this process a gateway); only
-    # default to local when nothing did.
-    master = master or os.environ.get("CDCLAKE_SPARK_MASTER")
-    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
-    if master:
+    if master and submitted is None:
         builder = builder.master(master)
-    elif not submitted and ("SPARK_HOME" not in os.environ or not os.environ.get("PYSPARK_SUBMIT_ARGS")):
-        builder = builder.master("local[2]")
-        master = "local[2]"
-    if (master or "").startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
+    if local and not os.environ.get("PYSPARK_PYTHON"):
         # Python workers (decoding UDFs) must see the same interpreter and packages as the driver.
         os.environ["PYSPARK_PYTHON"] = sys.executable
     for key, value in settings.items():
@@ -127,3 +143,69 @@ def build_spark(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("CDCLAKE_SPARK_LOG_LEVEL", "ERROR"))
     return spark
+
+
+def _submitted_conf() -> dict[str, str] | None:
+    """What ``spark-submit`` set (its JVM is up and handed this process a gateway), or None outside it."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return None
+    from pyspark import SparkConf, SparkContext
+
+    # The gateway spark-submit handed over; SparkConf() then reads the settings it was given.
+    SparkContext._ensure_initialized()  # noqa: SLF001 (pyspark has no public hook for this)
+    return dict(SparkConf().getAll())
+
+
+def _command_line_wins(submitted: Mapping[str, str], master: str | None, conf: dict[str, str]) -> dict[str, str]:
+    """The pipeline file's master and settings less those spark-submit set, each difference logged once."""
+    notes = []
+    if master and master != submitted.get("spark.master"):
+        notes.append(f"spark.master {submitted.get('spark.master')} (the pipeline file's {master} applies to "
+                     "'cdclake' commands only)")
+    kept = {}
+    for key, value in conf.items():
+        if key in submitted and key not in REQUIRED:
+            if submitted[key] != value:
+                notes.append(f"{key}={submitted[key]} (not the pipeline file's {value})")
+        else:
+            kept[key] = value
+    if notes:
+        log.warning("spark-submit's settings win over the pipeline file's spark: block: %s", "; ".join(notes))
+    return kept
+
+
+# A class of delta-spark: present on the driver's classpath when spark-submit was given Delta's jars.
+DELTA_PROBE_CLASS = "io.delta.sql.DeltaSparkSessionExtension"
+
+
+def _driver_classpath(submitted: Mapping[str, str], wanted: str | None) -> str | None:
+    """The ``spark.jars`` a submitted driver needs: None when its classpath already has Delta (spark-submit
+    was given the jars); else cdclake's jars (the pipeline file's ``spark.jars``, or the jar cache) are
+    added to the driver's class loader now, before the session exists, and returned so that executors get
+    them too. No jars anywhere: a :class:`cdclake.errors.ConfigError` with the fix."""
+    from pyspark import SparkContext
+
+    jvm = SparkContext._jvm  # noqa: SLF001 (set by _submitted_conf)
+    assert jvm is not None
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    try:
+        jvm.java.lang.Class.forName(DELTA_PROBE_CLASS, False, loader)
+        return None
+    except Exception:  # py4j's error for ClassNotFoundException: add the jars below
+        pass
+    jars = [j for j in (wanted or "").split(",") if j] or cached_jars()
+    missing = [j for j in jars if "://" not in j and not os.path.isfile(j)]
+    if not jars or missing:
+        from cdclake.errors import ConfigError
+
+        where = os.environ.get(JAR_DIR_ENV) or str(PROJECT_ROOT / ".cache" / "jars")
+        raise ConfigError(
+            f"this spark-submit has no Delta jars on its classpath ({DELTA_PROBE_CLASS} is missing) and "
+            + (f"the pipeline file's spark.jars names files that do not exist: {', '.join(missing)}" if missing else
+               f"cdclake's jar cache {where} has none"),
+            "run 'make setup' in the cdclake checkout (it fills .cache/jars), or set CDCLAKE_JARS to a folder "
+            "of the jars 'python -m cdclake.jars' lists, or pass them to spark-submit with --jars")
+    for jar in jars:
+        url = jar if "://" in jar else jvm.java.io.File(jar).toURI().toString()
+        loader.addURL(jvm.java.net.URL(url))
+    return ",".join([*[j for j in submitted.get("spark.jars", "").split(",") if j], *jars])

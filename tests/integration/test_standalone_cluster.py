@@ -1,5 +1,6 @@
 """jobs/*.py unchanged under spark-submit on a Spark standalone cluster (a master and a worker on
-localhost, from the pyspark distribution), with cdclake shipped to the executors as a zip.
+localhost, from the pyspark distribution), with cdclake shipped to the executors as a zip; and the
+README's spark-submit line as written, on local[*] and on the cluster.
 
 One worker of two cores: each job's executor is a JVM of its own on it, as on a real cluster; more
 workers would only add JVMs to start on a 2-core test machine."""
@@ -7,6 +8,7 @@ workers would only add JVMs to start on a 2-core test machine."""
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -24,6 +26,7 @@ from tests.settings import short_jvm_env
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_HOME = Path(sys.executable).parent.parent / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" \
     / "site-packages" / "pyspark"
+VENV_BIN = Path(sys.executable).parent
 
 
 def _wait_for(log: Path, text: str, count: int, proc: subprocess.Popen, deadline_s: float = 120) -> None:
@@ -40,7 +43,9 @@ def _wait_for(log: Path, text: str, count: int, proc: subprocess.Popen, deadline
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     base = tmp_path_factory.mktemp("standalone")
-    env = short_jvm_env({**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOG_DIR": str(base),
+    # The worker's PATH finds the venv's python3 first, as a node with cdclake's environment would.
+    env = short_jvm_env({**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+                         "SPARK_HOME": str(SPARK_HOME), "SPARK_LOG_DIR": str(base),
                          "SPARK_WORKER_DIR": str(base), "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",
                          "SPARK_LOCAL_IP": "127.0.0.1"})
     port = free_port()
@@ -115,3 +120,60 @@ def test_snapshot_and_mining_jobs_run_on_a_standalone_cluster(
     # Both jobs ran as applications of the cluster, each with an executor of its own on the worker.
     assert (logs / "master.log").read_text().count("Registered app cdclake-cluster") == 2
     assert (logs / "worker.log").read_text().count("Asked to launch executor") == 2
+
+
+def readme_spark_submit(config: Path, *spark_args: str) -> list[str]:
+    """The README's ``spark-submit jobs/mine.py --config sbtest.yaml`` line, for ``config`` (with ``spark_args``
+    after ``spark-submit``)."""
+    line = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("spark-submit jobs/"))
+    words = shlex.split(line.split("#")[0])
+    assert words[:3] == ["spark-submit", "jobs/mine.py", "--config"], line
+    return [words[0], *spark_args, *[str(config) if w == "sbtest.yaml" else w for w in words[1:]]]
+
+
+def _as_a_user(cmd: list[str], **extra: str) -> subprocess.CompletedProcess[str]:
+    """``cmd`` from the checkout in a shell whose venv is active: nothing of the test process's Spark settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_", "CDCLAKE_SPARK"))}
+    env = short_jvm_env({**env, "PATH": f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
+                         "VIRTUAL_ENV": str(VENV_BIN.parent), **extra})
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
+
+
+def test_readme_spark_submit_line_runs_as_written_locally_and_on_the_cluster(
+        spark, mariadb, fresh_database: str, cluster: tuple[str, Path], tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """No --jars: the job finds cdclake's jars itself; spark-submit's master wins over the pipeline file's."""
+    url, logs = cluster
+    db = fresh_database
+    mariadb.execute(f"CREATE TABLE {db}.notes (id INT PRIMARY KEY, body VARCHAR(40))")
+    mariadb.execute(f"INSERT INTO {db}.notes SELECT seq, CONCAT('note ', seq) FROM {db}.seq_1_to_50")
+    lake = tmp_path / "lake"
+    config = tmp_path / "sbtest.yaml"
+    # A master of the pipeline file's own: spark-submit's (its default local[*], or --master) must win.
+    text = pipeline_yaml(mariadb, db, lake, name="readme")
+    config.write_text(text.replace("spark:\n", "spark:\n  master: local[1]\n"))
+    pipeline = make_pipeline(spark, mariadb, db, lake, name="readme")
+    pipeline.snapshot()
+    mariadb.execute(f"UPDATE {db}.notes SET body = 'changed' WHERE id <= 10")
+
+    local = _as_a_user(readme_spark_submit(config))
+    assert local.returncode == 0, f"{local.stdout[-3000:]}\n{local.stderr[-5000:]}"
+    assert f"{db}.notes: 10 changes" in local.stdout
+    # (spark-submit passes the Python driver's stderr on to its own stdout)
+    assert "spark.master local[*] (the pipeline file's local[1] applies to 'cdclake' commands only)" in local.stdout
+
+    mariadb.execute(f"DELETE FROM {db}.notes WHERE id > 45")
+    on_cluster = _as_a_user(readme_spark_submit(config, "--master", url))
+    assert on_cluster.returncode == 0, f"{on_cluster.stdout[-3000:]}\n{on_cluster.stderr[-5000:]}"
+    assert f"{db}.notes: 5 changes" in on_cluster.stdout
+    assert (logs / "master.log").read_text().count("Registered app cdclake-readme") == 1
+    assert_lake_equals_source(spark, mariadb, pipeline, [f"{db}.notes"])
+
+    # Without cdclake's jars installed: cdclake's error and its fix, no Java stack trace.
+    empty = tmp_path / "no-jars"
+    empty.mkdir()
+    mariadb.execute(f"INSERT INTO {db}.notes VALUES (100, 'new')")  # work that needs Spark
+    bare = _as_a_user(readme_spark_submit(config), CDCLAKE_JARS=str(empty))
+    assert bare.returncode == 2, bare.stdout[-3000:]
+    assert "error: this spark-submit has no Delta jars on its classpath" in bare.stdout
+    assert "fix: run 'make setup'" in bare.stdout and '"permanent": true' in bare.stdout
+    assert "Traceback" not in bare.stdout + bare.stderr and "ClassNotFoundException" not in bare.stdout + bare.stderr
