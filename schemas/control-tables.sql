@@ -16,7 +16,9 @@ CREATE TABLE schema_history (version BIGINT, source_table STRING, seq DECIMAL(38
 -- <lake>/<pipeline>/_cdclake/runs
 CREATE TABLE runs (run_id STRING, command STRING, window_id BIGINT, status STRING, started_at TIMESTAMP,
   ended_at TIMESTAMP, duration_s DOUBLE, events BIGINT, transactions BIGINT, rows_by_table MAP<STRING,BIGINT>,
-  lag_s DOUBLE, start_position STRING, end_position STRING, error STRING) USING delta;
+  lag_s DOUBLE, start_position STRING, end_position STRING, error STRING,
+  -- a failed run: the error's class and whether only an operator can cure it (status: a stopped pipeline)
+  error_kind STRING, error_permanent BOOLEAN) USING delta;
 
 -- <lake>/<pipeline>/_cdclake/dead_letters
 CREATE TABLE dead_letters (window_id BIGINT, source_table STRING, seq DECIMAL(38,0), position STRING,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import sys
 import traceback
 from collections.abc import Callable
@@ -16,20 +18,40 @@ if TYPE_CHECKING:
     from cdclake.engine.pipeline import Pipeline
 
 
-def _run(debug: bool, action: Callable[[], Any], lag: Callable[[], dict[str, Any] | None] | None = None) -> Any:
+VERBS = ("snapshot", "mine", "status", "backfill", "reconcile", "report", "maintain")
+_COMMAND = re.compile(r"\bcdclake (" + "|".join(VERBS) + r")\b(?: --config (?:<file>|'[^']*'|[^\s']+))?")
+
+
+def complete_commands(text: str | None, config: str | None) -> str | None:
+    """``text`` with ``--config <config>`` right after the verb of every ``cdclake <verb>`` it suggests: the
+    engine's messages leave it out (they do not know the path), so that what is printed runs as printed.
+
+    >>> complete_commands("run 'cdclake backfill --table shop.t' (see 'cdclake status')", "conf/shop.yaml")
+    "run 'cdclake backfill --config conf/shop.yaml --table shop.t' (see 'cdclake status --config conf/shop.yaml')"
+    >>> complete_commands("cdclake snapshot --config <file> --force", "/etc/shop.yaml")
+    'cdclake snapshot --config /etc/shop.yaml --force'
+    """
+    if not text or not config:
+        return text
+    return _COMMAND.sub(lambda m: f"cdclake {m.group(1)} --config {shlex.quote(config)}", text)
+
+
+def _run(debug: bool, action: Callable[[], Any], lag: Callable[[], dict[str, Any] | None] | None = None,
+         config: str | None = None) -> Any:
     """Run a command; a :class:`CdcError` is printed as problem and fix (and, with ``lag``, how far the
-    lake is behind the source, best effort) and exits 2."""
+    lake is behind the source, best effort) and exits 2. Commands the error suggests get ``--config config``."""
     try:
         return action()
     except CdcError as exc:
         if debug:
             traceback.print_exc()
-        click.echo(f"error: {exc.problem}", err=True)
-        if exc.fix:
-            click.echo(f"  fix: {exc.fix}", err=True)
+        problem, fix = complete_commands(exc.problem, config), complete_commands(exc.fix, config)
+        click.echo(f"error: {problem}", err=True)
+        if fix:
+            click.echo(f"  fix: {fix}", err=True)
         # One line for orchestrators: no secrets, the same words. The same JSON goes to the file
         # $CDCLAKE_ERROR_FILE names, when set: the Airflow operator (cdclake.dags) reads it from there.
-        report = {"kind": type(exc).__name__, "permanent": exc.permanent, "problem": exc.problem, "fix": exc.fix}
+        report = {"kind": type(exc).__name__, "permanent": exc.permanent, "problem": problem, "fix": fix}
         behind = _best_effort(lag)
         if behind is not None:
             click.echo(f"  lag: {behind['summary']}", err=True)
@@ -93,7 +115,7 @@ def snapshot(ctx: click.Context, config: str, tables: str | None, force: bool) -
             click.echo(f"snapshot {t}: {report.rows_by_table.get(t, 0)} rows at {report.start}")
         click.echo(f"done in {report.duration_s:.1f}s")
 
-    _run(ctx.obj["debug"], go)
+    _run(ctx.obj["debug"], go, config=config)
 
 
 @cli.command()
@@ -138,10 +160,14 @@ def mine(ctx: click.Context, config: str, max_events: int | None, snapshot_missi
         if r.idle:
             _echo_idle(r)
             return
-        click.echo(
-            f"window {r.window_id}{' (resumed)' if r.resumed else ''}: {r.start} -> {r.end}, "
-            f"{r.events} events in {r.transactions} transactions, {r.duration_s:.1f}s"
-        )
+        windows = f"windows {r.first_window_id}-{r.window_id}" if r.windows > 1 else f"window {r.window_id}"
+        click.echo(f"{windows}: {r.start} -> {r.end}, {r.events} events in {r.transactions} transactions, "
+                   f"{r.duration_s:.1f}s")
+        if r.resumed:
+            first = r.first_window_id or r.window_id
+            click.echo(f"  window {first} was planned by an earlier run that stopped before its checkpoint: finished "
+                       "with its bounds (from bronze, if it was mined already)"
+                       + (", then mined on to the log end" if r.windows > 1 else ""))
         for table, n in sorted(r.rows_by_table.items()):
             click.echo(f"  {table}: {n} changes")
 
@@ -150,7 +176,7 @@ def mine(ctx: click.Context, config: str, max_events: int | None, snapshot_missi
 
         return lag_summary(made[0].ctx) if made else None
 
-    _run(ctx.obj["debug"], go, lag)
+    _run(ctx.obj["debug"], go, lag, config)
 
 
 def _echo_idle(report: Any) -> None:
@@ -203,11 +229,15 @@ def backfill(ctx: click.Context, config: str, table: str | None, where: str | No
         elif mode == "rebuild":
             click.echo(f"rebuild {table}: from {r.start} through window {r.window_id}, "
                        f"{r.rows_by_table.get(table or '', 0)} rows, {r.duration_s:.1f}s")
+        elif r.windows:
+            click.echo(f"remine windows {r.start}..{r.end}: {r.windows} window(s) re-mined, {r.events} events in "
+                       f"{r.transactions} transactions into bronze, {r.duration_s:.1f}s")
         else:
-            click.echo(f"remine windows {r.start}..{r.end}: {r.events} events in {r.transactions} transactions "
-                       f"into bronze, {r.duration_s:.1f}s")
+            click.echo(f"remine windows {r.start}..{r.end}: nothing to do")
+        if r.note:
+            click.echo(f"  {r.note}")
 
-    _run(ctx.obj["debug"], go)
+    _run(ctx.obj["debug"], go, config=config)
 
 
 @cli.command()
@@ -237,13 +267,13 @@ def reconcile(ctx: click.Context, config: str, tables: tuple[str, ...], chunks: 
             click.echo(json.dumps(r.to_dict(), indent=2, default=str))
         else:
             for t in r.tables:
-                _echo_reconcile(t)
+                _echo_reconcile(t, config)
             left = [t.table for t in r.tables if not t.ok]
             click.echo(f"DIFFERENCES REMAIN in {', '.join(left)}" if left else
                        f"all {len(r.tables)} table(s) equal{' after repair' if repair else ''}")
         return r.ok
 
-    if not _run(ctx.obj["debug"], go):
+    if not _run(ctx.obj["debug"], go, config=config):
         sys.exit(1)
 
 
@@ -253,7 +283,7 @@ def _keys_text(keys: list[dict[str, Any]], total: int, shown: int = 10) -> str:
     return text + (f", ... ({total - min(shown, len(keys))} more)" if total > min(shown, len(keys)) else "")
 
 
-def _echo_reconcile(t: Any) -> None:
+def _echo_reconcile(t: Any, config: str) -> None:
     """Human output of one table's :class:`cdclake.engine.repair.reconcile.TableReconcile`."""
     click.echo(f"reconcile {t.table}: {t.chunks} chunks ({t.chunking}), {t.chunks_mismatched} mismatched; "
                f"source {t.source_rows} rows, lake {t.lake_rows} rows"
@@ -272,7 +302,7 @@ def _echo_reconcile(t: Any) -> None:
                    f"  repaired, but {left} key(s) still differ: " + "; ".join(
                        f"{k} {_keys_text(v, len(v))}" for k, v in (t.remaining_keys or {}).items() if v))
     if t.note:
-        click.echo(f"  note: {t.note}")
+        click.echo(f"  note: {complete_commands(t.note, config)}")
 
 
 @cli.command()
@@ -290,7 +320,7 @@ def maintain(ctx: click.Context, config: str) -> None:
             click.echo(f"{table}: {n} row(s) past retention deleted")
         click.echo(f"done in {run.duration_s:.1f}s")
 
-    _run(ctx.obj["debug"], go)
+    _run(ctx.obj["debug"], go, config=config)
 
 
 @cli.command()
@@ -307,32 +337,77 @@ def status(ctx: click.Context, config: str, as_json: bool) -> None:
     def go() -> None:
         from cdclake.engine.lakeview import NotReadable
         from cdclake.engine.pipeline import Pipeline
-        from cdclake.engine.status import describe, status_report
+        from cdclake.engine.status import status_report
 
         try:  # the lake view answers without starting Spark where the lake allows it
             report = status_report(Pipeline.context_without_spark(config))
         except NotReadable:
             report = status_report(_pipeline(config).ctx)
         tables, overall = report["tables"], report["pipeline"]
+        for entry in [overall.get("stopped"), overall.get("failing"), *[t.get("parked") for t in tables]]:
+            for key in ("problem", "fix", "remedy"):
+                if entry and entry.get(key):
+                    entry[key] = complete_commands(entry[key], config)
         if as_json:
             click.echo(json.dumps({"pipeline": overall, "tables": tables}, indent=2, default=str))
             return
-        click.echo(f"{'source_table':30} {'state':10} {'rows':>10} {'lag_s':>9} {'distance':>14}  position")
-        for t in tables:
-            click.echo(f"{t['source_table']:30} {t['state']:10} {t['rows'] if t['rows'] is not None else '-':>10} "
-                       f"{_lag_text(t):>9} {_distance_text(t):>14}  {t['position']}")
-            click.echo(f"{'':30} {t['delta_path']}")
-            if t.get("row_key"):
-                click.echo(f"{'':30} row key: {t['row_key']}")
-            if t.get("parked"):
-                click.echo(f"{'':30} parked since {t['parked']['parked_at']}: {t['parked']['parked_reason']}")
-                click.echo(f"{'':30} fix: {t['parked']['remedy']}")
-            if t["lag_s"] is None and t["lag_note"]:
-                click.echo(f"{'':30} lag: {t['lag_note']}")
-        click.echo(f"pipeline lag: {describe(overall)}"
-                   + (f"; log end {overall['log_end']}" if overall.get("log_end") else ""))
+        _echo_status(tables, overall)
 
-    _run(ctx.obj["debug"], go)
+    _run(ctx.obj["debug"], go, config=config)
+
+
+def _echo_status(tables: list[dict[str, Any]], overall: dict[str, Any]) -> None:
+    """``status`` for people: a line per table, then the pipeline's runs, whether it is stopped (and the
+    fix), and its lag."""
+    click.echo(f"{'source_table':30} {'state':10} {'rows':>10} {'lag_s':>9} {'distance':>14}  {'last run':22}  "
+               "position")
+    for t in tables:
+        click.echo(f"{t['source_table']:30} {t['state']:10} {t['rows'] if t['rows'] is not None else '-':>10} "
+                   f"{_lag_text(t):>9} {_distance_text(t):>14}  {_run_text(t['last_run'], short=True):22}  "
+                   f"{t['position']}")
+        click.echo(f"{'':30} {t['delta_path']}")
+        if t.get("row_key"):
+            click.echo(f"{'':30} row key: {t['row_key']}")
+        if t.get("parked"):
+            click.echo(f"{'':30} parked since {t['parked']['parked_at']}: {t['parked']['parked_reason']}")
+            click.echo(f"{'':30} fix: {t['parked']['remedy']}")
+        if t["lag_s"] is None and t["lag_note"]:
+            click.echo(f"{'':30} lag: {t['lag_note']}")
+    last, mine = overall.get("last_run"), overall.get("last_mine")
+    click.echo(f"last run: {_run_text(last)}")
+    if mine is not None and mine["run_id"] != (last or {}).get("run_id"):
+        click.echo(f"last mining run: {_run_text(mine)}")
+    for key, headline in (("stopped", "STOPPED"), ("failing", "FAILING (the next run may pass)")):
+        entry = overall.get(key)
+        if entry is None:
+            continue
+        at = f" at window {entry['window_id']}" if entry.get("window_id") is not None else ""
+        click.echo(f"pipeline {headline}: {entry['says']}{at} (since {entry['since']})")
+        for line in (entry["problem"] or "").splitlines():
+            click.echo(f"  {line}")
+        if entry.get("fix"):
+            click.echo(f"  fix: {entry['fix']}")
+    from cdclake.engine.status import describe
+
+    click.echo(f"pipeline lag: {describe(overall)}"
+               + (f"; log end {overall['log_end']}" if overall.get("log_end") else ""))
+
+
+def _run_text(run: dict[str, Any] | None, short: bool = False) -> str:
+    """A run as ``status`` shows it: ``mine ok 2026-11-28 07:01:02Z (window 7, run ab12)``; ``short``: the
+    outcome and the time.
+
+    >>> _run_text({"run_id": "ab12", "command": "mine", "status": "ok", "window_id": 7,
+    ...            "ended_at": "2026-11-28T07:01:02.123456Z"})
+    'mine ok 2026-11-28 07:01:02Z (window 7, run ab12)'
+    """
+    if run is None:
+        return "-" if short else "none yet"
+    at = (run.get("ended_at") or "")[:19].replace("T", " ") + "Z"
+    if short:
+        return f"{run['status']} {at}"
+    window = f"window {run['window_id']}, " if run.get("window_id") is not None else ""
+    return f"{run['command']} {run['status']} {at} ({window}run {run['run_id']})"
 
 
 def _lag_text(entry: dict[str, Any]) -> str:
@@ -363,7 +438,7 @@ def report(ctx: click.Context, config: str, out: str | None, runs: int) -> None:
     def go() -> None:
         click.echo(str(_pipeline(config).report(out, runs)))
 
-    _run(ctx.obj["debug"], go)
+    _run(ctx.obj["debug"], go, config=config)
 
 
 @cli.command()

@@ -5,19 +5,31 @@ operator decides; a key duplicated in the lake is found by joining the changed k
 from __future__ import annotations
 
 import pytest
+from cdclake.cli import cli
 from cdclake.engine.control import WINDOW_APPLIED, WINDOW_PLANNED
 from cdclake.engine.quality import QualityGateError
+from click.testing import CliRunner
 
-from tests.integration.pipeline_helpers import make_pipeline
+from tests.integration.pipeline_helpers import make_pipeline, pipeline_yaml
 
 BETWEEN = "expect_column_values_to_be_between"
 UNIQUE = "expect_column_values_to_be_unique"
 
 
+def _extra(db: str, quality: str, lake: str) -> str:
+    return (f"{lake}quality:\n  enabled: true\n{quality}tables:\n  {db}.acct:\n    expectations:\n"
+            f"      - {{type: {BETWEEN}, kwargs: {{column: balance, min_value: 0}}}}\n")
+
+
 def _pipeline(spark, mariadb, db: str, tmp_path, quality: str, lake: str = ""):  # type: ignore[no-untyped-def]
-    extra = (f"{lake}quality:\n  enabled: true\n{quality}tables:\n  {db}.acct:\n    expectations:\n"
-             f"      - {{type: {BETWEEN}, kwargs: {{column: balance, min_value: 0}}}}\n")
-    return make_pipeline(spark, mariadb, db, tmp_path / "lake", name="qa", extra=extra)
+    return make_pipeline(spark, mariadb, db, tmp_path / "lake", name="qa", extra=_extra(db, quality, lake))
+
+
+def _config(mariadb, db: str, tmp_path, quality: str, lake: str = ""):  # type: ignore[no-untyped-def]
+    """The same pipeline as a file, for the command line."""
+    path = tmp_path / f"qa-{len(quality)}.yaml"
+    path.write_text(pipeline_yaml(mariadb, db, tmp_path / "lake", name="qa", extra=_extra(db, quality, lake)))
+    return str(path)
 
 
 def _create(mariadb, db: str) -> None:  # type: ignore[no-untyped-def]
@@ -80,11 +92,32 @@ def test_gates_record_results_warn_goes_on_and_fail_stops_before_the_checkpoint_
     assert spark.read.format("delta").load(pipeline.layout.quality).where(failed).count() == 2  # not doubled
     assert pipeline.control.last_window().status == WINDOW_PLANNED
 
-    # The operator accepts the data (warn): the same window completes, its failures recorded as warnings.
+    # status: stopped on the gate, why, and the fix, as runnable commands.
+    stopped_at = first.window_id + 1
+    config = _config(mariadb, db, tmp_path, "  on_failure: fail\n", lake=soft)
+    status = CliRunner().invoke(cli, ["status", "--config", config])
+    assert status.exit_code == 0, status.output
+    assert f"pipeline STOPPED: a data-quality gate failed at window {stopped_at} (since 20" in status.output
+    assert f"  data-quality gate failed in window {stopped_at}: {db}.acct: {BETWEEN} on column balance" in status.output
+    assert "  fix: " in status.output and f"tables.{db}.acct.expectations[0].on_failure: warn" in status.output
+    assert f"cdclake backfill --config {config} --table" in status.output
+    assert "last run: mine failed 20" in status.output and f"(window {stopped_at}, run " in status.output
+
+    # The operator accepts the data (warn): the same window completes, its failures recorded as warnings,
+    # and the run goes on to what the source committed since.
+    mariadb.execute(f"UPDATE {db}.acct SET balance = 77 WHERE id = 20")
     accepted = _pipeline(spark, mariadb, db, tmp_path, "  on_failure: warn\n", lake=soft)
-    report = accepted.mine()
-    assert (report.window_id, report.resumed) == (first.window_id + 1, True)
+    mined = CliRunner().invoke(cli, ["mine", "--config", _config(mariadb, db, tmp_path, "  on_failure: warn\n",
+                                                                 lake=soft)])
+    assert mined.exit_code == 0, mined.output
+    assert mined.output.startswith(f"windows {stopped_at}-{stopped_at + 1}: ")
+    assert f"  window {stopped_at} was planned by an earlier run that stopped before its checkpoint" in mined.output
+    assert "then mined on to the log end" in mined.output and f"  {db}.acct: 4 changes" in mined.output
+    assert accepted.control.last_window().window_id == stopped_at + 1
     assert accepted.control.last_window().status == WINDOW_APPLIED
+    assert spark.read.format("delta").load(path).where("id = 20").first().balance == 77
+    report = next(r for r in accepted.control.last_runs(2) if r.window_id == stopped_at)
+    assert report.status == "ok"
     last = _results(spark, accepted, f"run_id = '{report.run_id}'")
     assert last[(BETWEEN, "balance")][:4] == (False, 1, 3, "warn") and last[(UNIQUE, "id")][:4] == (False, 2, 4, "warn")
     assert all(r[0] for k, r in last.items() if k not in ((BETWEEN, "balance"), (UNIQUE, "id")))

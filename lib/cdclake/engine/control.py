@@ -53,7 +53,7 @@ HISTORY_DDL = (
 RUNS_DDL = (
     "run_id STRING, command STRING, window_id BIGINT, status STRING, started_at TIMESTAMP, ended_at TIMESTAMP, "
     "duration_s DOUBLE, events BIGINT, transactions BIGINT, rows_by_table MAP<STRING,BIGINT>, lag_s DOUBLE, "
-    "start_position STRING, end_position STRING, error STRING"
+    "start_position STRING, end_position STRING, error STRING, error_kind STRING, error_permanent BOOLEAN"
 )
 DEAD_LETTERS_DDL = (
     "window_id BIGINT, source_table STRING, seq DECIMAL(38,0), position STRING, op STRING, reason STRING, "
@@ -520,7 +520,8 @@ class ControlTables:
 
     def log_run(self, row: dict[str, Any]) -> None:
         df = local_frame(self.spark, [row], RUNS_DDL)
-        df.write.format("delta").mode("append").save(self.layout.runs)
+        # mergeSchema: a run log made before error_kind/error_permanent gains them (older rows: null)
+        df.write.format("delta").mode("append").option("mergeSchema", "true").save(self.layout.runs)
 
     def last_runs(self, limit: int = 20) -> list[Any]:
         """The newest ``limit`` rows of the run log, newest first."""

@@ -179,9 +179,10 @@ def mine(ctx: PipelineContext, report: RunReport, max_events: int | None,
         end = miner.mine()
         marker = miner.marker
         no_rows = report.events == 0
-    else:
+    else:  # mined into bronze by a run that stopped before the checkpoint: applied (again) from there
         end = ctx.position(marker["end"])
         no_rows = marker.get("events") == 0
+        report.events, report.transactions = int(marker.get("events") or 0), int(marker.get("transactions") or 0)
     report.end = end.describe()
     report.phase("mine")
     new_states = WindowApplier(ctx).apply_window(window, end, states, report, rows_known_none=no_rows,

@@ -117,7 +117,9 @@ class Pipeline:
     def mine(self, max_events: int | None = None) -> RunReport:
         """Mine from the stored positions to the log end now (or ``max_events`` changes), applied, in one
         window or, when the planner cuts windows (a statement, a size), several: the report sums them up.
-        When every table already stands at the log end, nothing is written (``report.idle``)."""
+        A window an earlier run planned and did not finish (a kill, a failed data-quality gate) is finished
+        first, with its own bounds; the run then goes on to the log end now. When every table already stands
+        at the log end, nothing is written (``report.idle``)."""
         idle = nothing_to_mine(self.ctx)
         if idle is not None:
             return idle
@@ -129,6 +131,12 @@ class Pipeline:
             reread_marked(self.ctx, states)  # rows a schema change did to what the log does not say: read again
             stop_on_parked(states)
             total = report if total is None else total.absorb(report)
+            if report.resumed and total.windows == 1:
+                # the resumed window ended where an earlier run planned it: what came since is next
+                if nothing_to_mine(self.ctx) is not None:
+                    return total
+                limit = None
+                continue
             if report.short_of is None or report.start == report.end:
                 return total
             limit = report.short_of

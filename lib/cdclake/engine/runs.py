@@ -40,6 +40,8 @@ class RunReport:
     resumed: bool = False
     idle: bool = False  # a mining run that found nothing to do and wrote nothing (mining.nothing_to_mine)
     windows: int = 1  # mining windows this report sums up (a run drains to its end in one or more)
+    first_window_id: int | None = None  # the first of them, when there are several
+    note: str | None = None  # what the run left undone on purpose, and why (the command line prints it)
     # a window that ended before the end it was planned to (a statement or the planner's size cut it): that end
     short_of: dict[str, Any] | None = None
     started_at: float = field(default_factory=time.time)
@@ -48,6 +50,8 @@ class RunReport:
 
     def absorb(self, later: RunReport) -> RunReport:
         """This report and the ``later`` window's of the same run, summed (start here, end there)."""
+        if self.first_window_id is None:
+            self.first_window_id = self.window_id
         self.window_id, self.end, self.short_of = later.window_id, later.end, later.short_of
         self.events += later.events
         self.transactions += later.transactions
@@ -86,7 +90,7 @@ class RunLog:
             try:
                 yield report
             except Exception as exc:
-                self.record(report, "failed", str(exc)[:4000])
+                self.record(report, "failed", str(exc)[:4000], exc)
                 raise
             self.record(report, "ok", None)
 
@@ -94,7 +98,9 @@ class RunLog:
         """The pipeline lock, held by ``report``'s run (for the steps of an unlocked run that need it)."""
         return pipeline_lock(self.spark, self.layout.lock, report.run_id)
 
-    def record(self, report: RunReport, status: str, error: str | None) -> None:
+    def record(self, report: RunReport, status: str, error: str | None, exc: Exception | None = None) -> None:
+        """One run-log row; a failed run's error with its kind and whether only an operator can cure it
+        (``permanent``: what ``status`` calls a stopped pipeline)."""
         report.duration_s = time.time() - report.started_at
         started = datetime.fromtimestamp(report.started_at, timezone.utc).replace(tzinfo=None)
         self.control.log_run({
@@ -102,4 +108,6 @@ class RunLog:
             "started_at": started, "ended_at": utcnow(), "duration_s": report.duration_s, "events": report.events,
             "transactions": report.transactions, "rows_by_table": report.rows_by_table, "lag_s": None,
             "start_position": report.start, "end_position": report.end, "error": error,
+            "error_kind": type(exc).__name__ if exc is not None else None,
+            "error_permanent": bool(getattr(exc, "permanent", False)) if exc is not None else None,
         })

@@ -16,6 +16,12 @@ the last one read, so its lag is at most that) with a ``lag_note`` saying so; th
 source that cannot tell (or cannot be reached) gives ``lag_s: null`` and the reason in ``lag_note``:
 ``status`` never fails because of it.
 
+**Runs**: the pipeline's ``last_run`` (any command) and ``last_mine``; per table the newest run that
+changed it. A pipeline is ``stopped`` when its newest mining run failed with an error only an operator can
+cure (a data-quality gate, a gap in the source's log, an invalid file...: the run log's ``error_permanent``)
+or a table is parked: ``stopped`` then says why, since when, and the fix. A newest mining run that failed
+otherwise (the source unreachable, a kill...) is ``failing``: the next run may pass.
+
 The clock is injectable (``clock``, epoch seconds), so tests show a lag growing without sleeping.
 """
 
@@ -57,9 +63,9 @@ def status_report(ctx: PipelineContext, clock: Clock = time.time, max_events: in
         return {"pipeline": _pipeline_entry({}, PendingChanges(note="the pipeline has not run yet"), clock()),
                 "tables": []}
     states = ctx.control.table_states()
-    runs = ctx.control.last_runs(1)
-    last_run = runs[0] if runs else None
+    runs = ctx.control.last_runs(RUNS_READ)
     lags, pipeline = lag_of(ctx, states, clock, max_events)
+    pipeline.update(run_state(runs, states))
     schemas = {t: e.schema for t, e in ctx.control.latest_entries().items() if e.schema is not None}
     out = []
     for table in sorted(states):
@@ -81,12 +87,58 @@ def status_report(ctx: PipelineContext, clock: Clock = time.time, max_events: in
             if s.status == TABLE_PARKED else None,
             **lags.get(table, _unknown("the table is not streaming" if s.status != TABLE_STREAMING
                                        else "the table is not captured by the source configuration")),
-            "last_run": None if last_run is None else {
-                "run_id": last_run.run_id, "command": last_run.command, "status": last_run.status,
-                "ended_at": last_run.ended_at.isoformat() if last_run.ended_at else None,
-            },
+            # the newest run that changed the table (among the last RUNS_READ)
+            "last_run": next((_run_entry(r) for r in runs if table in (r.rows_by_table or {})), None),
         })
     return {"pipeline": pipeline, "tables": out}
+
+
+RUNS_READ = 50  # run-log rows status reads (newest first)
+# Why a pipeline stopped, by the error's class (any other permanent error: "error").
+STOP_REASONS = {"QualityGateError": ("quality_gate", "a data-quality gate failed"),
+                "PositionLostError": ("gap", "a gap: the source no longer has the log the position needs"),
+                "TablesParkedError": ("parked", "tables are parked")}
+
+
+def run_state(runs: list[Any], states: Mapping[str, TableState]) -> dict[str, Any]:
+    """The pipeline's ``last_run``, ``last_mine`` and, when it needs an operator, ``stopped``; when its newest
+    mining run failed but a retry may pass, ``failing`` (see the module docstring).
+
+    >>> from types import SimpleNamespace as Row
+    >>> gate = Row(run_id="r2", command="mine", status="failed", window_id=6, started_at=None, ended_at=None,
+    ...            error="gate on shop.t\\n  fix: repair the rows", error_kind="QualityGateError", error_permanent=True)
+    >>> run_state([gate], {})["stopped"]["reason"], run_state([gate], {})["stopped"]["fix"]
+    ('quality_gate', 'repair the rows')
+    """
+    last_mine = next((r for r in runs if r.command == "mine"), None)
+    out: dict[str, Any] = {"last_run": _run_entry(runs[0]) if runs else None,
+                           "last_mine": _run_entry(last_mine) if last_mine is not None else None,
+                           "stopped": None, "failing": None}
+    if last_mine is not None and last_mine.status == "failed":
+        entry = out["last_mine"]
+        kind, permanent = entry["error_kind"], getattr(last_mine, "error_permanent", None)
+        reason, says = STOP_REASONS.get(kind or "", ("error", "an error only an operator can fix"))
+        detail = {"reason": reason, "says": says, "since": entry["ended_at"], "run_id": entry["run_id"],
+                  "window_id": entry["window_id"], "problem": entry["problem"], "fix": entry["fix"]}
+        out["stopped" if permanent else "failing"] = detail
+    parked = sorted(t for t, st in states.items() if st.status == TABLE_PARKED)
+    if parked and out["stopped"] is None:
+        first = states[parked[0]].detail
+        out["stopped"] = {"reason": "parked", "says": STOP_REASONS["TablesParkedError"][1],
+                          "since": _iso(states[parked[0]].updated_at), "run_id": None, "window_id": None,
+                          "problem": f"{', '.join(parked)}: {first.get('parked_reason')}",
+                          "fix": first.get("remedy")}
+    if out["stopped"] is not None:
+        out["stopped"]["parked_tables"] = parked
+    return out
+
+
+def _run_entry(run: Any) -> dict[str, Any]:
+    """A run-log row as ``status`` shows it; a failed run's error split into problem and fix."""
+    problem, _, fix = (run.error or "").partition("\n  fix: ")
+    return {"run_id": run.run_id, "command": run.command, "status": run.status, "window_id": run.window_id,
+            "started_at": _iso(run.started_at), "ended_at": _iso(run.ended_at),
+            "error_kind": getattr(run, "error_kind", None), "problem": problem or None, "fix": fix or None}
 
 
 def lag_of(ctx: PipelineContext, states: Mapping[str, TableState], clock: Clock = time.time,

@@ -40,6 +40,11 @@ def remine(ctx: PipelineContext, report: RunReport, first: int, last: int) -> li
     todo = [w for w in range(first, last + 1) if w not in present]
     report.start, report.end = str(first), str(last)
     report.tables = []
+    report.windows = len(todo)
+    kept = [w for w in range(first, last + 1) if w in present]
+    if kept:
+        report.note = (f"window(s) {_listed(kept)} still in bronze (retention has not deleted them): left as they "
+                       "are" + ("; nothing to re-mine" if not todo else ""))
     with ctx.runs.lock(report):
         for wid in todo:
             _remine_window(ctx, report, applied[wid])
@@ -66,3 +71,18 @@ def _remine_window(ctx: PipelineContext, report: RunReport, window: WindowState)
     report.transactions += transactions
     for table, n in rows.items():
         report.rows_by_table[table] = report.rows_by_table.get(table, 0) + n
+
+
+def _listed(ids: list[int]) -> str:
+    """Window ids as spans.
+
+    >>> _listed([2, 3, 4, 7])
+    '2-4, 7'
+    """
+    spans: list[list[int]] = []
+    for i in ids:
+        if spans and i == spans[-1][1] + 1:
+            spans[-1][1] = i
+        else:
+            spans.append([i, i])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
