@@ -11,15 +11,67 @@ Tests using them are marked ``mariadb`` automatically (deselect with ``-m "not m
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from cdclake.testing.mariadb import MariaDBServer, ensure_installed
+from click.testing import CliRunner
 
+from tests import doc_commands
 from tests.settings import TEST_SPARK_CONF
 
 _MARIADB_FIXTURES = {"mariadb", "fresh_database", "private_mariadb"}
+
+
+# ---- the documented commands (tests/doc_commands.py) ------------------------------------------------------
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The controller makes the folder every worker (and every process they start) records commands into."""
+    if not hasattr(config, "workerinput") and not os.environ.get(doc_commands.RECORD_DIR_ENV):
+        os.environ[doc_commands.RECORD_DIR_ENV] = tempfile.mkdtemp(prefix="cdclake-test-commands-")
+
+
+_invoke = CliRunner.invoke
+
+
+def _recording_invoke(self: CliRunner, cli, args=None, *more, **kwargs):  # type: ignore[no-untyped-def]
+    if getattr(cli, "name", None) == "cli" and isinstance(args, (list, tuple)):  # cdclake's command line
+        doc_commands.record(["cdclake", *args])
+    return _invoke(self, cli, args, *more, **kwargs)
+
+
+CliRunner.invoke = _recording_invoke  # type: ignore[method-assign]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """After a run of the whole suite (the controller's view), every documented command must have been run
+    by a test or be an illustration with a reason: else the session fails, naming each."""
+    config = session.config
+    if hasattr(config, "workerinput") or not _whole_suite(config):
+        return
+    missing = doc_commands.uncovered(doc_commands.documentation(),
+                                     doc_commands.recorded(os.environ[doc_commands.RECORD_DIR_ENV]))
+    if missing:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        lines = ["documented commands that no test runs (run them in a test, or add them to "
+                 "tests/doc_commands.py ILLUSTRATIONS with the reason):", *[f"  {m}" for m in missing]]
+        if reporter is not None:
+            reporter.section("documented commands", sep="=", red=True)
+            for line in lines:
+                reporter.write_line(line)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _whole_suite(config: pytest.Config) -> bool:
+    """The run collected all of tests/ (no file, -k or -m selection): only then is the record complete."""
+    tests = Path(__file__).parent.resolve()
+    args = [Path(a.split("::")[0]).resolve() for a in config.args]
+    return args == [tests] and not config.getoption("keyword") and not config.getoption("markexpr") \
+        and not config.getoption("lf", False) and not config.getoption("deselect", None)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -8,7 +8,7 @@ from cdclake.engine.faults import SimulatedKill
 from cdclake.errors import CdcError
 from cdclake.testing.compare import compare_table
 
-from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline
+from tests.integration.pipeline_helpers import assert_lake_equals_source, config_file, make_pipeline, run_cli
 
 
 def _setup(spark, mariadb, db, tmp_path, extra: str = ""):  # type: ignore[no-untyped-def]
@@ -16,7 +16,9 @@ def _setup(spark, mariadb, db, tmp_path, extra: str = ""):  # type: ignore[no-un
     mariadb.execute(f"INSERT INTO {db}.acct SELECT seq, CONCAT('o', seq), seq * 1.5 FROM {db}.seq_1_to_300")
     mariadb.execute(f"DELETE FROM {db}.acct WHERE id = 175")  # the lake's ghost row below has no source row
     pipeline = make_pipeline(spark, mariadb, db, tmp_path / "lake", name="bf", extra=extra)
-    pipeline.snapshot()
+    config = config_file(mariadb, db, tmp_path / "lake", name="bf", extra=extra)
+    snapshot = run_cli("snapshot", "--config", config, "--tables", f"{db}\\.acct")
+    assert snapshot.output.startswith(f"snapshot {db}.acct: 299 rows at ")
     mariadb.execute(f"UPDATE {db}.acct SET balance = balance + 1 WHERE id % 10 = 0")
     pipeline.mine()
     return pipeline
@@ -114,7 +116,9 @@ def test_resnapshot_versions_what_it_changes_in_the_history_table(spark, mariadb
     # committed before the backfill's position, not mined yet: the backfill mines it first
     mariadb.execute(f"UPDATE {db}.acct SET owner = 'before' WHERE id IN (5, 121)")
 
-    pipeline.backfill(t, "id BETWEEN 100 AND 199")
+    config = config_file(mariadb, db, tmp_path / "lake", name="bf", extra="  history_tables: true\n")
+    done = run_cli("backfill", "--config", config, "--table", t, "--where", "id BETWEEN 100 AND 199")
+    assert done.output.startswith(f"backfill {t} (id BETWEEN 100 AND 199): 100 source rows read at ")
 
     assert_lake_equals_source(spark, mariadb, pipeline, [t])
     history = spark.read.format("delta").load(pipeline.layout.history(t))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline
+from tests.integration.pipeline_helpers import assert_lake_equals_source, config_file, make_pipeline, run_cli
 
 
 def test_soft_delete_and_history_tables(spark, mariadb, fresh_database, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -22,7 +22,9 @@ def test_soft_delete_and_history_tables(spark, mariadb, fresh_database, tmp_path
     ]:
         mariadb.execute(f"USE `{db}`")
         mariadb.execute(sql.replace("item", f"`{db}`.item"))
-    pipeline.mine(max_events=2)
+    config = config_file(mariadb, db, tmp_path / "lake", "scd", extra=extra)
+    first = run_cli("mine", "--config", config, "--max-events", "2")
+    assert first.output.startswith("window 1: ") and "2 events in 2 transactions" in first.output
     pipeline.mine()
     assert_lake_equals_source(spark, mariadb, pipeline, [table])
 

@@ -16,7 +16,7 @@ from cdclake.schema import Column, TableSchema
 from cdclake.sources.mysql.types import MySqlTypeMapper
 
 from tests.integration.delta_rs_helpers import assert_delta_rs_reads_as_spark, delta_tables
-from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline
+from tests.integration.pipeline_helpers import assert_lake_equals_source, config_file, make_pipeline, run_cli
 
 
 def _check_lake(spark, mariadb, pipeline, tables: list[str], expect: set[str] | None = None) -> None:  # type: ignore[no-untyped-def]
@@ -100,7 +100,8 @@ def test_compatible_lake_opens_in_delta_rs_after_every_kind_of_ddl(  # type: ign
 
     # maintenance (OPTIMIZE, VACUUM) adds no feature either (RENAME TABLE and TRUNCATE in this mode:
     # test_schema_changes.py)
-    pipeline.maintain()
+    maintained = run_cli("maintain", "--config", config_file(mariadb, db, tmp_path / "lake", "readers", extra=extra))
+    assert maintained.output.startswith("optimized ")
     _check_lake(spark, mariadb, pipeline, [t, side], expect)
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from cdclake.cli import cli
-from cdclake.errors import PositionLostError, TablesParkedError
+from cdclake.errors import ERROR_TAG
 from click.testing import CliRunner
 
-from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline
+from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline, pipeline_yaml, printed_command
 
 
 def test_purged_binlog_is_reported_with_range_and_remedy(spark, private_mariadb, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -20,19 +22,28 @@ def test_purged_binlog_is_reported_with_range_and_remedy(spark, private_mariadb,
         db.execute("INSERT INTO shop.t VALUES (%s, REPEAT('x', 200))", (i,))
     newest = db.flush_logs()
     db.purge_logs_to(newest)
-    with pytest.raises(PositionLostError) as err:
-        pipeline.mine()
-    text = str(err.value)
+    config = tmp_path / "purge.yaml"
+    config.write_text(pipeline_yaml(db, "shop", tmp_path / "lake", "purge"))
+    failed = CliRunner().invoke(cli, ["mine", "--config", str(config)])
+    assert failed.exit_code == 2, failed.output
+    text = failed.output
     assert snap.start.split(" ")[0] in text  # the stored position
     assert "purged" in text and "cdclake snapshot" in text
+    error = json.loads(text.split(ERROR_TAG)[1])
+    assert error["kind"] == "PositionLostError" and error["permanent"] is True
     # nothing was applied: the lake still holds the snapshot only
     assert spark.read.format("delta").load(pipeline.layout.target("shop.t")).count() == 0
-    assert "--force" in text
+    status = CliRunner().invoke(cli, ["status", "--config", str(config)])
+    assert "pipeline STOPPED: a gap: the source no longer has the log the position needs" in status.output
+    assert f"cdclake snapshot --config {config} --force" in status.output
 
-    # The remedy the error names: a forced re-snapshot moves the positions past the gap.
+    # The remedy the error names, run as printed: a forced re-snapshot moves the positions past the gap.
     db.execute("DELETE FROM shop.t WHERE id < 10")
-    again = pipeline.snapshot(force=True)
-    assert again.tables == ["shop.t"]
+    fix = printed_command(error["fix"], config)
+    assert "--force" in fix
+    again = CliRunner().invoke(cli, fix)
+    assert again.exit_code == 0, again.output
+    assert again.output.startswith("snapshot shop.t: 990 rows at ")
     db.execute("UPDATE shop.t SET pad = 'after' WHERE id BETWEEN 10 AND 19")
     db.execute("INSERT INTO shop.t VALUES (5000, 'new')")
     report = pipeline.mine()
@@ -52,12 +63,26 @@ def test_unappliable_ddl_parks_its_table_or_is_skipped_by_config(spark, mariadb,
     mariadb.execute(f"INSERT INTO `{db}`.p VALUES (1, 1), (2, 2)")
     mariadb.execute(f"ALTER TABLE `{db}`.p TRUNCATE PARTITION p0")
     mariadb.execute(f"INSERT INTO `{db}`.q VALUES (1, 1)")
-    with pytest.raises(TablesParkedError) as err:
-        pipeline.mine()
-    assert "TRUNCATE PARTITION" in err.value.problem and f"{db}.p is parked since mysql-bin." in err.value.problem
-    assert f"cdclake backfill --config <file> --table {db}.p" in (err.value.fix or "")
+    config = tmp_path / "ddl.yaml"
+    config.write_text(pipeline_yaml(mariadb, db, tmp_path / "lake", "ddl"))
+    parked = CliRunner().invoke(cli, ["mine", "--config", str(config)])
+    assert parked.exit_code == 2, parked.output
+    error = json.loads(parked.output.split(ERROR_TAG)[1])
+    assert (error["kind"], error["permanent"]) == ("TablesParkedError", True)
+    assert "TRUNCATE PARTITION" in error["problem"] and f"{db}.p is parked since mysql-bin." in error["problem"]
+    assert f"cdclake backfill --config {config} --table {db}.p" in error["fix"]
     assert pipeline.control.table_states()[f"{db}.q"].status == "streaming"
     assert_lake_equals_source(spark, mariadb, pipeline, [f"{db}.q"])  # the other table was mined
+    status = CliRunner().invoke(cli, ["status", "--config", str(config)])
+    assert "pipeline STOPPED: tables are parked" in status.output
+    assert f"fix: cdclake backfill --config {config} --table {db}.p" in status.output
+
+    # The table's fix, run as printed, brings it back.
+    remedy = next(line for line in status.output.splitlines() if "fix: cdclake backfill" in line)
+    fix = CliRunner().invoke(cli, printed_command(f"`{remedy.split('fix: ', 1)[1].split(' (')[0]}`", config))
+    assert fix.exit_code == 0, fix.output
+    assert pipeline.control.table_states()[f"{db}.p"].status == "streaming"
+    assert_lake_equals_source(spark, mariadb, pipeline, [f"{db}.p", f"{db}.q"])
 
     # configured to skip: the run goes on and the statement is recorded in the schema history
     extra = "mining:\n  skip_unparsable_ddl: true\n"
@@ -93,3 +118,12 @@ def test_bad_config_names_the_key_without_a_traceback(tmp_path, yaml_text: str, 
     assert expected in result.output
     assert "fix:" in result.output
     assert "Traceback" not in result.output
+
+
+def test_debug_adds_the_stack_trace(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    config = tmp_path / "bad.yaml"
+    config.write_text("pipeline: p\nsource: {type: mariadb, host: h, user: u, password: x, server_id: 1, colour: red}\n"
+                      "lake: {root: /tmp/l}\n")
+    result = CliRunner().invoke(cli, ["--debug", "mine", "--config", str(config)])
+    assert result.exit_code == 2
+    assert "Traceback" in result.output and "error: " in result.output and "source.colour: unknown key" in result.output

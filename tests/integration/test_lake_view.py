@@ -18,6 +18,7 @@ from cdclake.engine.lakeview import LakeView, NotReadable
 from cdclake.engine.runs import RunLog
 from cdclake.schema import TableSchema
 
+from tests.doc_commands import record
 from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline, pipeline_yaml
 
 CLI = str(Path(sys.executable).with_name("cdclake"))
@@ -111,10 +112,12 @@ def test_an_idle_mine_writes_nothing_and_the_command_line_starts_no_spark(spark,
     config = tmp_path / "idle.yaml"
     config.write_text(pipeline_yaml(mariadb, db, tmp_path / "lake", name="idle"))
     env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-java"), "PATH": "/usr/bin:/bin"}  # a JVM cannot start
+    record(["cdclake", "mine", "--config", str(config), "--snapshot-missing"])
     done = subprocess.run([CLI, "mine", "--config", str(config), "--snapshot-missing"], env=env,
                           capture_output=True, text=True)
     assert done.returncode == 0 and f"nothing new: every table stands at the log end {first.end}" in done.stdout, \
         done.stdout + done.stderr
+    record(["cdclake", "status", "--config", str(config), "--json"])
     done = subprocess.run([CLI, "status", "--config", str(config), "--json"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     status = json.loads(done.stdout)

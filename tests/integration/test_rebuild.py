@@ -4,12 +4,16 @@ started for a running pipeline), and windows bronze retention deleted re-mined f
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from cdclake.cli import cli
 from cdclake.engine.faults import SimulatedKill
 from cdclake.engine.repair.rebuild import base_version
-from cdclake.errors import CdcError, UsageError
+from cdclake.errors import ERROR_TAG, CdcError, UsageError
+from click.testing import CliRunner
 
-from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline
+from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline, pipeline_yaml
 
 BRONZE_COLUMNS = ("window_id", "source_table", "op", "seq", "position", "before", "after")
 
@@ -67,20 +71,34 @@ def test_rebuild_from_snapshot_and_from_a_window_resumes_and_remine_restores_bro
     monkeypatch.delenv("CDCLAKE_CRASH_AT")
     mariadb.execute(f"UPDATE {t} SET balance = 77 WHERE id = 41")  # window 5, mined meanwhile
     pipeline.mine()
-    report = pipeline.backfill(t, mode="rebuild", from_window=4)
-    assert report.window_id == 5
+    config = tmp_path / "rb.yaml"
+    config.write_text(pipeline_yaml(mariadb, db, tmp_path / "lake", name="rb"))
+    resumed = CliRunner().invoke(cli, ["backfill", "--config", str(config), "--table", t, "--mode", "rebuild",
+                                       "--from-window", "4"])
+    assert resumed.exit_code == 0, resumed.output
+    assert resumed.output.startswith(f"rebuild {t}: from ") and " through window 5, " in resumed.output
     assert_lake_equals_source(spark, mariadb, pipeline, [t])
     rebuilds = [b for b in pipeline.control.backfills(t) if b[2].get("mode") == "rebuild"]
     assert len(rebuilds) == 2 and {status for _, status, _ in rebuilds} == {"applied"}
 
-    # Bronze retention took windows 1-2: the rebuild names them; re-mined from the binlog, they are back.
+    # Bronze retention took windows 1-2: the rebuild names them, with the command that brings them back (as
+    # printed, an operator's fix: permanent); re-mined from the binlog, they are back.
     before = _bronze(spark, pipeline, "1, 2")
     spark.sql(f"DELETE FROM delta.`{pipeline.layout.bronze}` WHERE window_id <= 2")
-    with pytest.raises(CdcError, match=r"(?s)window\(s\) 1\.\.2 .*--mode remine --window 1-2"):
-        pipeline.backfill(t, mode="rebuild")
-    report = pipeline.backfill(None, mode="remine", windows=(1, 3))  # 3 is still there: left alone
-    assert report.rows_by_table == {t: 26} and _bronze(spark, pipeline, "1, 2") == before
-    assert pipeline.backfill(None, mode="remine", windows=(1, 2)).events == 0  # nothing left to re-mine
+    failed = CliRunner().invoke(cli, ["backfill", "--config", str(config), "--table", t, "--mode", "rebuild"])
+    assert failed.exit_code == 2, failed.output
+    remine = f"cdclake backfill --config {config} --mode remine --window 1-2"
+    assert "error: bronze no longer has window(s) 1..2 (2)" in failed.output and remine in failed.output
+    error = json.loads(failed.output.split(ERROR_TAG)[1])
+    assert error["permanent"] is True and remine in error["fix"]
+    done = CliRunner().invoke(cli, ["backfill", "--config", str(config), "--mode", "remine", "--window", "1-3"])
+    assert done.exit_code == 0, done.output
+    assert done.output.splitlines()[0].startswith("remine windows 1..3: 2 window(s) re-mined, ")
+    assert "  window(s) 3 still in bronze (retention has not deleted them): left as they are\n" in done.output
+    assert _bronze(spark, pipeline, "1, 2") == before
+    again = CliRunner().invoke(cli, ["backfill", "--config", str(config), "--mode", "remine", "--window", "1-2"])
+    assert again.output == ("remine windows 1..2: nothing to do\n  window(s) 1-2 still in bronze (retention has "
+                            "not deleted them): left as they are; nothing to re-mine\n")
 
     # An SCD2 history table started for the running pipeline: every version since the snapshot.
     history = make_pipeline(spark, mariadb, db, tmp_path / "lake", name="rb", extra="  history_tables: true\n")

@@ -20,6 +20,7 @@ import pytest
 from cdclake.spark import cached_jars
 from cdclake.testing.mariadb import free_port
 
+from tests.doc_commands import record
 from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline, pipeline_yaml
 from tests.settings import short_jvm_env
 
@@ -89,46 +90,22 @@ def _submit(url: str, job: str, config: Path, package: Path, *args: str) -> str:
            "--conf", "spark.cores.max=2", str(ROOT / "jobs" / f"{job}.py"), "--config", str(config), *args]
     env = short_jvm_env({k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "CDCLAKE_SPARK_MASTER")})
     env.update(SPARK_HOME=str(SPARK_HOME), PYSPARK_DRIVER_PYTHON=sys.executable)
+    record(["spark-submit", *cmd[1:]])
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
     assert done.returncode == 0, f"spark-submit {job} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
     return done.stdout
 
 
-def test_snapshot_and_mining_jobs_run_on_a_standalone_cluster(
-        spark, mariadb, fresh_database: str, cluster: tuple[str, Path], tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    url, logs = cluster
-    db = fresh_database
-    mariadb.execute(f"CREATE TABLE {db}.items (id INT PRIMARY KEY, name VARCHAR(30), qty INT)")
-    mariadb.execute(f"INSERT INTO {db}.items SELECT seq, CONCAT('item ', seq), seq % 7 FROM {db}.seq_1_to_500")
-    lake = tmp_path / "lake"
-    config = tmp_path / "pipeline.yaml"
-    config.write_text(pipeline_yaml(mariadb, db, lake, name="cluster"))
-    package = _package(tmp_path)
-
-    out = _submit(url, "snapshot", config, package)
-    assert f"snapshot {db}.items: 500 rows" in out
-    mariadb.execute(f"UPDATE {db}.items SET qty = qty + 100 WHERE id % 5 = 0")
-    mariadb.execute(f"DELETE FROM {db}.items WHERE id > 450")
-    mariadb.execute(f"INSERT INTO {db}.items VALUES (1000, 'new', 1)")
-    out = _submit(url, "mine", config, package)
-    assert f"{db}.items: 151 changes" in out
-
-    pipeline = make_pipeline(spark, mariadb, db, lake, name="cluster")
-    assert_lake_equals_source(spark, mariadb, pipeline, [f"{db}.items"])
-    runs = spark.read.format("delta").load(pipeline.layout.runs).collect()
-    assert sorted(r.command for r in runs) == ["mine", "snapshot"]
-    # Both jobs ran as applications of the cluster, each with an executor of its own on the worker.
-    assert (logs / "master.log").read_text().count("Registered app cdclake-cluster") == 2
-    assert (logs / "worker.log").read_text().count("Asked to launch executor") == 2
-
-
-def readme_spark_submit(config: Path, *spark_args: str) -> list[str]:
-    """The README's ``spark-submit jobs/mine.py --config sbtest.yaml`` line, for ``config`` (with ``spark_args``
-    after ``spark-submit``)."""
-    line = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("spark-submit jobs/"))
-    words = shlex.split(line.split("#")[0])
-    assert words[:3] == ["spark-submit", "jobs/mine.py", "--config"], line
-    return [words[0], *spark_args, *[str(config) if w == "sbtest.yaml" else w for w in words[1:]]]
+def readme_spark_submit(job: str, config: Path, *spark_args: str, **paths: Path) -> list[str]:
+    """The README's ``spark-submit jobs/<job>.py --config sbtest.yaml ...`` line as written, for ``config`` (and
+    each other path it names, e.g. ``{"/reports/sbtest.html": out}`` as ``paths``), with ``spark_args`` after
+    ``spark-submit``."""
+    line = next(line for line in (ROOT / "README.md").read_text().splitlines()
+                if line.startswith(f"spark-submit jobs/{job}.py "))
+    words = shlex.split(line, comments=True)
+    assert words[:3] == ["spark-submit", f"jobs/{job}.py", "--config"], line
+    given = {"sbtest.yaml": str(config), **{k: str(v) for k, v in paths.items()}}
+    return [words[0], *spark_args, *[given.get(w, w) for w in words[1:]]]
 
 
 def _as_a_user(cmd: list[str], **extra: str) -> subprocess.CompletedProcess[str]:
@@ -136,12 +113,14 @@ def _as_a_user(cmd: list[str], **extra: str) -> subprocess.CompletedProcess[str]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_", "CDCLAKE_SPARK"))}
     env = short_jvm_env({**env, "PATH": f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
                          "VIRTUAL_ENV": str(VENV_BIN.parent), **extra})
+    record(cmd)
     return subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
 
 
-def test_readme_spark_submit_line_runs_as_written_locally_and_on_the_cluster(
+def test_jobs_run_as_documented_locally_and_on_the_cluster(
         spark, mariadb, fresh_database: str, cluster: tuple[str, Path], tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """No --jars: the job finds cdclake's jars itself; spark-submit's master wins over the pipeline file's."""
+    """docs/deploy.md's spark-submit on the cluster; the README's lines as written (no --jars: the job finds
+    cdclake's jars itself), locally and on the cluster; spark-submit's master wins over the pipeline file's."""
     url, logs = cluster
     db = fresh_database
     mariadb.execute(f"CREATE TABLE {db}.notes (id INT PRIMARY KEY, body VARCHAR(40))")
@@ -153,26 +132,48 @@ def test_readme_spark_submit_line_runs_as_written_locally_and_on_the_cluster(
     config.write_text(text.replace("spark:\n", "spark:\n  master: local[1]\n"))
     pipeline = make_pipeline(spark, mariadb, db, lake, name="readme")
     pipeline.snapshot()
+
+    # docs/deploy.md's form: cdclake shipped as a zip, the jars named, on the cluster.
+    mariadb.execute(f"UPDATE {db}.notes SET body = CONCAT(body, '!') WHERE id BETWEEN 20 AND 24")
+    mariadb.execute(f"INSERT INTO {db}.notes VALUES (51, 'fifty-one')")
+    assert f"{db}.notes: 6 changes" in _submit(url, "mine", config, _package(tmp_path))
+    assert_lake_equals_source(spark, mariadb, pipeline, [f"{db}.notes"])
+
+    # The README's line as written: no --jars, no --master (spark-submit's local[*]: 2 cores here).
     mariadb.execute(f"UPDATE {db}.notes SET body = 'changed' WHERE id <= 10")
 
-    local = _as_a_user(readme_spark_submit(config))
+    local = _as_a_user(readme_spark_submit("mine", config))
     assert local.returncode == 0, f"{local.stdout[-3000:]}\n{local.stderr[-5000:]}"
     assert f"{db}.notes: 10 changes" in local.stdout
     # (spark-submit passes the Python driver's stderr on to its own stdout)
     assert "spark.master local[*] (the pipeline file's local[1] applies to 'cdclake' commands only)" in local.stdout
 
-    mariadb.execute(f"DELETE FROM {db}.notes WHERE id > 45")
-    on_cluster = _as_a_user(readme_spark_submit(config, "--master", url))
+    mariadb.execute(f"DELETE FROM {db}.notes WHERE id BETWEEN 46 AND 50")
+    on_cluster = _as_a_user(readme_spark_submit("mine", config, "--master", url))
     assert on_cluster.returncode == 0, f"{on_cluster.stdout[-3000:]}\n{on_cluster.stderr[-5000:]}"
     assert f"{db}.notes: 5 changes" in on_cluster.stdout
-    assert (logs / "master.log").read_text().count("Registered app cdclake-readme") == 1
+    # Both cluster runs were applications of the cluster, each with an executor of its own on the worker.
+    assert (logs / "master.log").read_text().count("Registered app cdclake-readme") == 2
+    assert (logs / "worker.log").read_text().count("Asked to launch executor") == 2
     assert_lake_equals_source(spark, mariadb, pipeline, [f"{db}.notes"])
+
+    # The README's other jobs, as written: reconcile (its JDBC reads need the driver jar cdclake added), report.
+    spark.sql(f"DELETE FROM delta.`{pipeline.layout.target(f'{db}.notes')}` WHERE id = 7")
+    reconciled = _as_a_user(readme_spark_submit("reconcile", config))
+    assert reconciled.returncode == 0, f"{reconciled.stdout[-3000:]}\n{reconciled.stderr[-3000:]}"
+    assert "only in source (lost):" in reconciled.stdout and "all 1 table(s) equal after repair" in reconciled.stdout
+    assert_lake_equals_source(spark, mariadb, pipeline, [f"{db}.notes"])
+    page = tmp_path / "reports" / "sbtest.html"
+    page.parent.mkdir()
+    reported = _as_a_user(readme_spark_submit("report", config, **{"/reports/sbtest.html": page}))
+    assert reported.returncode == 0, f"{reported.stdout[-3000:]}\n{reported.stderr[-3000:]}"
+    assert str(page) in reported.stdout and f"{db}.notes" in page.read_text()
 
     # Without cdclake's jars installed: cdclake's error and its fix, no Java stack trace.
     empty = tmp_path / "no-jars"
     empty.mkdir()
     mariadb.execute(f"INSERT INTO {db}.notes VALUES (100, 'new')")  # work that needs Spark
-    bare = _as_a_user(readme_spark_submit(config), CDCLAKE_JARS=str(empty))
+    bare = _as_a_user(readme_spark_submit("mine", config), CDCLAKE_JARS=str(empty))
     assert bare.returncode == 2, bare.stdout[-3000:]
     assert "error: this spark-submit has no Delta jars on its classpath" in bare.stdout
     assert "fix: run 'make setup'" in bare.stdout and '"permanent": true' in bare.stdout
