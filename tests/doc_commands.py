@@ -1,8 +1,8 @@
 """Every command line the documentation shows is run by some test, or marked an illustration with a reason.
 
 The documentation is ``README.md`` and ``docs/*.md``. A command line is a line of a ``bash``/``sh`` code block
-(continued over ``\\``, comments and ``export`` lines left out) or an inline code span that starts with a
-program of ours (``cdclake``, ``spark-submit``, ``make``, Airflow's CLI...). Each is reduced to its program,
+(continued over ``\\``, comments and ``export`` lines left out: any program) or an inline code span that
+starts with a program of ours (``cdclake``, ``spark-submit``, ``make``, Airflow's CLI...). Each is reduced to its program,
 its verb (``cdclake backfill``, ``spark-submit jobs/mine.py``, ``airflow dags test``, ``make demo``) and its
 flags: those outside ``[...]`` are required, each ``[--flag ...]`` is optional.
 
@@ -30,6 +30,8 @@ RECORD_DIR_ENV = "CDCLAKE_TEST_COMMANDS"
 
 # program + verb -> why no test runs it (the program alone: every verb of it)
 ILLUSTRATIONS: dict[str, str] = {
+    "make demo": "`make setup`, then `cdclake demo`, which tests/integration/test_demo.py runs in the suite's Spark "
+                 "session (a JVM of make's own would add ~90 s)",
     "make test": "the suite itself: CI runs it, it cannot run inside itself",
     "make setup": "run by every `make test` (its first step) and by CI on a clean clone",
     "make bench": "benchmarks take 45 min; BENCHMARKS.md records their runs, not the suite",
@@ -45,7 +47,6 @@ ILLUSTRATIONS: dict[str, str] = {
                             "same DAGs in-process",
     "spark-submit jobs/<verb>.py": "the pattern of every job: jobs/mine.py, snapshot.py... are each run",
 }
-PROGRAMS = {"cdclake", "spark-submit", "make", "airflow", "python", "pip", "docker"}
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class Command:
 
 
 def parse(text: str, where: str = "") -> Command | None:
-    """The program, verb and flags of a command line; None when it is not a command of a program we know.
+    """The program, verb and flags of a command line (None for an empty one).
 
     >>> c = parse("spark-submit --master spark://m:7077 jobs/mine.py --config /etc/shop.yaml")
     >>> c.key, sorted(c.flags)
@@ -83,8 +84,6 @@ def parse(text: str, where: str = "") -> Command | None:
     program = words[0].rsplit("/", 1)[-1]
     if program.startswith("python"):
         program = "python"
-    if program not in PROGRAMS:
-        return None
     rest = words[1:]
     if program == "spark-submit":
         verb = next((w for w in rest if w.endswith(".py")), "")
@@ -92,9 +91,7 @@ def parse(text: str, where: str = "") -> Command | None:
         verb = " ".join([w for w in rest if not w.startswith("-")][:2])
     elif program == "python":
         verb = " ".join(rest[:2]) if rest[:1] == ["-m"] else (rest[0] if rest else "")
-    elif program in ("docker", "pip"):
-        verb = ""
-    else:  # cdclake (after its global --debug) and make: the first word that is not a flag
+    else:  # cdclake (after its global --debug), make, spark-class...: the first word that is not a flag
         verb = next((w for w in rest if not w.startswith("-")), "")
     return Command(program, verb, frozenset(_flags(rest)), frozenset(optional), where, " ".join(text.split()))
 

@@ -52,16 +52,18 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pat
     port = free_port()
     master_log = base / "master.log"
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
-    procs = [subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                               "--port", str(port), "--webui-port", str(free_port())],
-                              stdout=master_log.open("w"), stderr=subprocess.STDOUT, env=env)]
+    master = [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+              "--webui-port", str(free_port())]
+    record(master)  # docs/deploy.md, "A standalone cluster from this install"
+    procs = [subprocess.Popen(master, stdout=master_log.open("w"), stderr=subprocess.STDOUT, env=env)]
     try:
         _wait_for(master_log, "I have been elected leader", 1, procs[0])
         url = f"spark://127.0.0.1:{port}"
-        procs.append(subprocess.Popen(
-            [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--cores", "2", "--memory", "2g",
-             "--webui-port", str(free_port()), "--work-dir", str(base / "work")],
-            stdout=(base / "worker.log").open("w"), stderr=subprocess.STDOUT, env=env))
+        worker = [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--cores", "2", "--memory", "2g",
+                  "--webui-port", str(free_port()), "--work-dir", str(base / "work")]
+        record(worker)
+        procs.append(subprocess.Popen(worker, stdout=(base / "worker.log").open("w"), stderr=subprocess.STDOUT,
+                                      env=env))
         _wait_for(master_log, "Registering worker", 1, procs[0])
         yield url, base
     finally:
