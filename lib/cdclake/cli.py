@@ -110,7 +110,8 @@ def snapshot(ctx: click.Context, config: str, tables: str | None, force: bool) -
         with progress_bar(pipeline.spark, "snapshot"):
             report = pipeline.snapshot(tables or None, force)
         if not report.tables:
-            click.echo("nothing to snapshot: every selected table is already streaming")
+            click.echo("nothing to snapshot: every selected table is already streaming (--force snapshots "
+                       "streaming tables again)")
         for t in report.tables:
             click.echo(f"snapshot {t}: {report.rows_by_table.get(t, 0)} rows at {report.start}")
         click.echo(f"done in {report.duration_s:.1f}s")

@@ -3,12 +3,34 @@
 Every error cdclake raises on purpose is a :class:`CdcError` carrying a ``fix`` hint; the CLI prints
 ``problem`` and ``fix`` without a stack trace (``--debug`` shows it), then one machine-readable line,
 ``ERROR_TAG`` + JSON (problem, fix, kind, permanent), that orchestrators read: a ``permanent`` error
-needs an operator (a retry cannot cure it), the others may pass on a retry.
+needs an operator (a retry cannot cure it), the others may pass on a retry. A plain :class:`CdcError`
+is retryable unless raised with ``permanent=True``; its subclasses say it by class.
+
+>>> CdcError("bronze lacks window 3", "re-mine it", permanent=True).permanent, CdcError("lock held").permanent
+(True, False)
 """
 
 from __future__ import annotations
 
+import re
+import shlex
+
 ERROR_TAG = "cdclake-error: "
+
+
+def command(verb: str, *args: str) -> str:
+    """A ``cdclake`` command for a message, in backticks, each argument quoted for a shell: runnable as
+    printed once the command line has added ``--config`` (:func:`cdclake.cli.complete_commands`).
+
+    >>> command("snapshot", "--tables", table_regex("shop.orders"), "--force")
+    "`cdclake snapshot --tables 'shop\\\\.orders' --force`"
+    """
+    return "`" + " ".join(["cdclake", verb, *(shlex.quote(a) for a in args)]) + "`"
+
+
+def table_regex(table: str) -> str:
+    """The ``--tables`` regex that selects ``table`` alone (it is matched whole)."""
+    return re.escape(table)
 
 
 class CdcError(Exception):
@@ -16,9 +38,11 @@ class CdcError(Exception):
 
     permanent = False  # True: retrying without a change by the operator cannot succeed
 
-    def __init__(self, problem: str, fix: str | None = None) -> None:
+    def __init__(self, problem: str, fix: str | None = None, *, permanent: bool | None = None) -> None:
         self.problem = problem
         self.fix = fix
+        if permanent is not None:  # this error's own answer, where its class's does not fit
+            self.permanent = permanent
         super().__init__(problem if not fix else f"{problem}\n  fix: {fix}")
 
 

@@ -196,7 +196,7 @@ def test_the_offline_procedure_lands_its_schema_and_a_cd_table_recreated_too_lat
         f"APP.T: its CD table ASNCDC.CDC_APP_T was created at {created.isoformat(' ')}, after the lake's position "
         f"{start.describe()}; the changes of the transactions committed in between (up to {show(lost.hex())}) were "
         "in the CD table it replaced, or not captured\n"
-        "  fix: re-snapshot it: cdclake snapshot --force --tables APP.T; before recreating a CD table, mine until "
+        "  fix: re-snapshot it: `cdclake snapshot --force --tables 'APP\\.T'`; before recreating a CD table, mine until "
         "the lake has everything (docs/db2.md, offline procedure)")
 
 

@@ -58,7 +58,7 @@ def test_an_inactive_registration_names_the_update_and_reinit(db: EmulatedDb2, t
         "the registration of APP.T is not active (STATE 'I'): Capture does not capture it\n"
         "  fix: UPDATE ASNCDC.IBMSNAP_REGISTER SET STATE = 'A' WHERE SOURCE_OWNER = 'APP' AND SOURCE_TABLE = 'T', "
         "then VALUES ASNCDC.ASNCDCSERVICES('reinit','asncdc'); changes made while it was inactive are lost: "
-        "'cdclake snapshot --force --tables APP.T' afterwards")
+        "`cdclake snapshot --force --tables 'APP\\.T'` afterwards")
 
 
 def test_a_boolean_column_is_refused_at_preflight(db: EmulatedDb2, tmp_path: Path) -> None:
@@ -147,7 +147,7 @@ def test_a_subscription_prune_point_past_the_lake_position_is_a_lost_range(db: E
     assert str(err.value) == (
         "APP.T: the subscriptions in ASNCDC.IBMSNAP_PRUNCNTL let Capture prune its CD table ASNCDC.CDC_APP_T up to "
         f"{show(point.hex())}, past the lake's position {position.describe()}: its changes committed in between may "
-        "be gone\n  fix: re-snapshot it: cdclake snapshot --force --tables APP.T; keep a prune-control row with a "
+        "be gone\n  fix: re-snapshot it: `cdclake snapshot --force --tables 'APP\\.T'`; keep a prune-control row with a "
         "NULL SYNCHPOINT for the table (ASNCDC.ADDTABLE makes one) so that no other subscriber's progress prunes "
         "what cdclake has not read")
 

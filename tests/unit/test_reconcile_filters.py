@@ -58,7 +58,7 @@ def test_multi_column_keys() -> None:
 def test_refusals_name_the_column_and_the_fix() -> None:
     with pytest.raises(CdcError, match="key column name holds the value \"o'k\"") as err:
         key_filters("db.t", [ID, NAME], [(1, "fine"), (2, "o'k")])
-    assert "cdclake backfill --config <file> --table db.t" in (err.value.fix or "")
+    assert "`cdclake backfill --table db.t`" in (err.value.fix or "") and err.value.permanent
     with pytest.raises(CdcError, match="key column ts has a type without a literal"):
         key_filters("db.t", [KeyColumn("ts", "`ts`", None)], [(dt.datetime(2024, 1, 1),)])
     with pytest.raises(CdcError, match="key column Weird Name has a name"):

@@ -20,7 +20,7 @@ from cdclake.engine.faults import crash_point
 from cdclake.engine.history import PARKED, REREAD, HistoryEntry, before_window, latest_per_table, window_ddl
 from cdclake.engine.lake import commit_tag, is_delta_table, sql_str
 from cdclake.engine.target import is_undecodable_error
-from cdclake.errors import CdcError
+from cdclake.errors import CdcError, command, table_regex
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -303,7 +303,7 @@ class WindowApplier:
             step += 1
             if step >= MAX_STEPS_PER_WINDOW:
                 raise CdcError(f"window {wid} has too many schema changes/truncates for {table}",
-                               "mine with a smaller --max-events")
+                               "mine with a smaller --max-events", permanent=True)
             done = marker is not None and marker >= (wid, step)
             if kind == "truncate":
                 if is_delta_table(self.spark, path):
@@ -374,7 +374,7 @@ class WindowApplier:
             f"changes of {table} at {first.position} do not decode with the schema history's schema "
             f"(version for that position); they are recorded in {ctx.layout.dead_letters}",
             "the schema history is out of step with the log (a skipped or misparsed DDL): re-snapshot the "
-            "table with 'cdclake snapshot --config <file> --tables <regex> --force'",
+            f"table with {command('snapshot', '--tables', table_regex(table), '--force')}", permanent=True
         )
 
     def apply_ddl(self, path: str, entry: HistoryEntry, seq: int, moved_to: HistoryEntry | None = None,

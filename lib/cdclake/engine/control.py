@@ -207,7 +207,7 @@ class ControlTables:
                 f"the lake at {self.layout.root} was made with lake.table_features: {lake}, but the pipeline "
                 f"file says {configured}; cdclake does not convert existing tables",
                 f"set lake.table_features: {lake} (or remove the key), or start a new lake in {configured} mode "
-                "(another lake.root or pipeline name) and snapshot into it",
+                "(another lake.root or pipeline name) and snapshot into it", permanent=True
             )
         if lake is None and configured is None:
             return COMPATIBLE  # not recorded until the lake is made (ensure)
@@ -380,7 +380,7 @@ class ControlTables:
         revs = [w.planned_rev for w in map(self._window_state, rows) if w.planned_rev is not None]
         if not revs:
             raise CdcError(f"the checkpoints table has no plan of window {window_id}",
-                           "remine only windows that were applied")
+                           "remine only windows that were applied", permanent=True)
         return max(revs)
 
     def window_written(self, window_id: int) -> bool:

@@ -332,7 +332,7 @@ class WindowMiner:
         if end is None or open_txns:
             raise CdcError(
                 f"mining window {wid} ended inside transaction(s) {open_txns[:5]} or without an end position",
-                "this is a bug in the source plug-in: windows must end on a transaction boundary",
+                "this is a bug in the source plug-in: windows must end on a transaction boundary", permanent=True
             )
         crash_point("staged")
         self._record_history()
@@ -404,7 +404,7 @@ class WindowMiner:
             counts = counts.plus(later)
         elif counts.deferred:
             raise CdcError(f"window {wid}: the source left {counts.deferred} rows to a second decoder it does not have",
-                           "this is a bug in the source plug-in: set MinedWindow.decode_deferred")
+                           "this is a bug in the source plug-in: set MinedWindow.decode_deferred", permanent=True)
         else:
             rows = rows.select(*LOG_ROWS_COLUMNS)
         report.phase("decode")
@@ -531,7 +531,7 @@ class WindowMiner:
             f"a change of {first.source_table or 'the log'} at {first.position} cannot be decoded: {first.reason}; "
             f"it is recorded with the others in {ctx.layout.dead_letters} (statement: {(first.before or '')[:300]})",
             "fix the cause (schema history out of step, unsupported statement) and run again; to record such rows "
-            "and go on without them set 'mining.unparsable_rows: dead_letter'",
+            "and go on without them set 'mining.unparsable_rows: dead_letter'", permanent=True
         )
 
 

@@ -52,7 +52,7 @@ from cdclake.engine.lake import (
     read_delta,
     sql_str,
 )
-from cdclake.errors import CdcError, ConfigError
+from cdclake.errors import CdcError, ConfigError, command
 from cdclake.schema import TableSchema
 
 if TYPE_CHECKING:
@@ -484,8 +484,10 @@ def gate_error(failures: list[CheckResult], where: str, results_path: str, after
     keys = sorted({r.origin if r.origin != GENERATED else "quality.on_failure" for r in failures})
     return QualityGateError(
         f"data-quality gate failed {where}: " + "; ".join(lines) + more + f". {state}; results: {results_path}",
-        "if the source data is wrong, correct it at the source and re-read the rows ('cdclake backfill --table "
-        "<table> --where ...'); if the lake is wrong (a duplicate key), repair the table; to accept the data, set "
+        "if the source data is wrong, correct it at the source and re-read the rows ("
+        + ", ".join(command("backfill", "--table", t) for t in sorted({r.source_table for r in failures}))
+        + ", or a key range of it with --where); if the lake is wrong (a duplicate key), repair the table; to "
+        "accept the data, set "
         + " or ".join(f"{k}.on_failure: warn" if k.startswith("tables.") else f"{k}: warn" for k in keys)
         + " (see docs/operations.md, 'Data-quality gates'); then run again",
     )

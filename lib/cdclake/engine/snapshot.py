@@ -48,7 +48,7 @@ def snapshot(ctx: PipelineContext, report: RunReport, tables_regex: str | None, 
             "no table to snapshot: source.include_tables/exclude_tables"
             + (f" and --tables {tables_regex!r}" if tables_regex else "")
             + " select no existing table",
-            "check the regexes (anchored, on 'database.table') against the server's tables",
+            "check the regexes (anchored, on 'database.table') against the server's tables", permanent=True
         )
     if not todo:
         return  # every selected table is streaming already

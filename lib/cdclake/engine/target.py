@@ -50,7 +50,7 @@ from cdclake.engine.lake import (
     sql_str,
     table_version,
 )
-from cdclake.errors import CdcError
+from cdclake.errors import CdcError, command, table_regex
 from cdclake.hadoopfs import hadoop_delete, hadoop_fs, hadoop_list
 from cdclake.schema import Column, TableSchema
 from cdclake.spi import UNAVAILABLE_KEY, TypeMapper
@@ -149,7 +149,7 @@ class TargetTables:
         if features == COMPATIBLE and (bad := unreadable_properties(self.extra_properties)):
             raise CdcError(f"lake.table_properties {', '.join(bad)} would add a Delta reader feature that "
                            "delta-rs cannot read to a lake made with lake.table_features: compatible",
-                           "remove them from lake.table_properties")
+                           "remove them from lake.table_properties", permanent=True)
         return {**FEATURE_PROPERTIES[features], **self.extra_properties}
 
     def create(self, path: str, schema: TableSchema, replace: bool = False) -> None:
@@ -280,7 +280,7 @@ class TargetTables:
             if pending is None:  # (enabled before the delete already, when resuming)
                 for spark_type in new_types:
                     self._enable_features_for(ref, spark_type)
-            self._rewrite(path, select, pending)
+            self._rewrite(path, select, pending, new.qualified_name)
         else:
             for old, new_name in renames.items():
                 self.spark.sql(f"ALTER TABLE {ref} RENAME COLUMN {quote(old)} TO {quote(new_name)}")
@@ -382,7 +382,7 @@ class TargetTables:
         _, operation, tag = self._last_commit(path)
         return int(tag["rewrite_from"]) if operation == "DELETE" and tag and "rewrite_from" in tag else None
 
-    def _rewrite(self, path: str, select: list[str], pending: int | None = None) -> None:
+    def _rewrite(self, path: str, select: list[str], pending: int | None = None, table: str | None = None) -> None:
         """Rewrite the table as ``select`` (a select list over every column, ``__*`` ones included) of
         itself: a rename, drop or type change the table's features cannot do in its metadata
         (``pending``: the version a rewrite killed half-way started from).
@@ -405,7 +405,10 @@ class TargetTables:
         except Exception as exc:
             raise CdcError(f"the rewrite of {path} for a schema change needs its version {base}, which can no "
                            f"longer be read ({str(exc).splitlines()[0][:300]})",
-                           "re-snapshot the table: 'cdclake snapshot --config <file> --tables <regex> --force'"
+                           "re-snapshot the table: " + (
+                               command("snapshot", "--tables", table_regex(table), "--force") if table
+                               else "`cdclake snapshot --tables <its regex> --force`"),
+                           permanent=True
                            ) from exc
         with commit_tag(self.spark, rewritten_from=base):
             (old.selectExpr(*select).write.format("delta").mode("overwrite").option("overwriteSchema", "true")
@@ -736,7 +739,7 @@ class TargetTables:
                 f"{schema.qualified_name} has no primary or NOT NULL unique key, and the log left columns out of "
                 "its row images (LOB or extended columns), so a changed row cannot be matched whole",
                 f"set tables.{schema.qualified_name}.key_columns in the pipeline file to columns that identify a "
-                "row, then re-snapshot the table")
+                "row, then re-snapshot the table", permanent=True)
         from pyspark import StorageLevel
 
         names = schema.column_names

@@ -44,7 +44,8 @@ def run_backfill(ctx: PipelineContext, table: str | None, where: str | None = No
     check_backfill_args(mode, table, where, from_window, windows)
     if table is not None and not ctx.config.source.captures(table):
         raise CdcError(f"{table} is not captured by pipeline {ctx.name}",
-                       "name a table selected by source.include_tables/exclude_tables ('database.table')")
+                       "name a table selected by source.include_tables/exclude_tables ('database.table')",
+                       permanent=True)
     state = ctx.control.table_states().get(table) if table is not None and mode == "resnapshot" else None
     if state is not None and state.status == TABLE_PARKED:
         return _unpark(ctx, table, where)  # type: ignore[arg-type]

@@ -56,7 +56,7 @@ def streaming_state(ctx: PipelineContext, table: str, verb: str,
         raise CdcError(f"{table} is not a streaming table of pipeline {ctx.name} "
                        f"(state: {state.status if state else 'never snapshotted'})",
                        f"{verb} a table that has been snapshotted ('cdclake status' lists them); a new table needs "
-                       "'cdclake snapshot'")
+                       "'cdclake snapshot'", permanent=True)
     return state
 
 

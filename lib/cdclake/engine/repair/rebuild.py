@@ -41,7 +41,7 @@ from cdclake.engine.lake import (
 )
 from cdclake.engine.mining import window_open
 from cdclake.engine.repair.common import APPLIED, PLANNED, Backfill, streaming_state, unfinished
-from cdclake.errors import CdcError
+from cdclake.errors import CdcError, command, table_regex
 from cdclake.hadoopfs import hadoop_delete
 from cdclake.schema import TableSchema
 
@@ -93,20 +93,21 @@ def _plan(ctx: PipelineContext, table: str, from_window: int | None) -> Backfill
     streaming_state(ctx, table, "rebuild")
     path = ctx.layout.target(table)
     if not is_delta_table(ctx.spark, path):
-        raise CdcError(f"{table} has no target table at {path}", "re-snapshot it: "
-                       f"'cdclake snapshot --config <file> --tables '{table}' --force'")
+        raise CdcError(f"{table} has no target table at {path}", f"re-snapshot it: {_resnapshot(table)}",
+                       permanent=True)
     snapshots = [e for e in ctx.control.history() if e.table == table and e.kind == "snapshot"]
     if not snapshots:
-        raise CdcError(f"the schema history has no snapshot of {table}", "re-snapshot it: "
-                       f"'cdclake snapshot --config <file> --tables '{table}' --force'")
+        raise CdcError(f"the schema history has no snapshot of {table}", f"re-snapshot it: {_resnapshot(table)}",
+                       permanent=True)
     floor = commit_ordinal_of(max(e.seq for e in snapshots))
     base = base_version(commit_tags(ctx.spark, path), from_window)
     if base is None:
         raise CdcError(
             f"the Delta log of {path} no longer shows " + (
                 f"the commits of window {from_window}" if from_window else "the table's last snapshot"),
-            "rebuild from a later window (--from-window), or re-snapshot the table with 'cdclake snapshot "
-            f"--tables '{table}' --force' (the log keeps delta.logRetentionDuration, 30 days by default)")
+            f"rebuild from a later window (--from-window), or re-snapshot the table with {_resnapshot(table)} "
+            "(the log keeps delta.logRetentionDuration, 30 days by default)",
+            permanent=True)
     history_base = None
     hist = history_path(path)
     if ctx.targets.keep_history and is_delta_table(ctx.spark, hist):
@@ -149,7 +150,7 @@ def base_version(tags: list[tuple[int, str, dict[str, Any] | None]], from_window
     if reset_tag.get("rebuild") and int(reset_tag.get("through", 0)) >= from_window:
         raise CdcError(f"the table was rebuilt through window {reset_tag['through']} (version {reset}), so its "
                        f"history before window {from_window} is not the lake's any more",
-                       f"rebuild from the beginning, or from a window after {reset_tag['through']}")
+                       f"rebuild from the beginning, or from a window after {reset_tag['through']}", permanent=True)
     later = [v for v, _, tag in tags if v > reset and tag and int(tag.get("window", 0)) >= from_window]
     return (min(later) - 1) if later else tags[-1][0]
 
@@ -168,19 +169,20 @@ def _windows(ctx: PipelineContext, b: Backfill) -> list[WindowState]:
     present = ctx.bronze.windows_present(min(ids), max(ids))
     missing = [w for w in ids if w not in present]
     if missing:
+        later = command("backfill", "--table", b.table, "--mode", "rebuild", "--from-window", str(missing[-1] + 1))
         raise CdcError(
             f"bronze no longer has window(s) {_ranges(missing)} that the rebuild of {b.table} needs "
             "(maintenance.bronze_retention_days deleted them)",
-            f"re-mine them into bronze first if the source still has the logs ('cdclake backfill --mode remine "
-            f"--window {missing[0]}-{missing[-1]}'), or rebuild from a later window (--from-window "
-            f"{missing[-1] + 1})")
+            f"re-mine them into bronze first if the source still has the logs "
+            f"({command('backfill', '--mode', 'remine', '--window', f'{missing[0]}-{missing[-1]}')}), or rebuild "
+            f"from a later window ({later})", permanent=True)
     renames = [e for e in ctx.control.history(f"window_id >= {min(ids)}")
                if e.renamed_from and b.table in (e.table, e.renamed_from)]
     if renames:
         e = renames[0]
         raise CdcError(f"{b.table} was renamed in window {e.window_id} ({e.ddl[:200]}); its rows before the "
                        "rename are in another table's change log", "rebuild from a window after the rename, or "
-                       f"repair with 'cdclake backfill --table {b.table}' (resnapshot)")
+                       f"repair with {command('backfill', '--table', b.table)} (resnapshot)", permanent=True)
     return windows
 
 
@@ -199,8 +201,8 @@ def _write_base(ctx: PipelineContext, b: Backfill, staging: str) -> None:
     entry = schema_at(entries, b.table, floor_seq, b.detail["from_window"] or 1)
     if entry is None or entry.schema is None:
         raise CdcError(f"no schema of {b.table} is recorded before the rebuild's first window",
-                       "rebuild from the beginning (without --from-window)")
-    base = _time_travel(ctx, path, int(b.detail["base_version"]))
+                       "rebuild from the beginning (without --from-window)", permanent=True)
+    base = _time_travel(ctx, path, int(b.detail["base_version"]), b.table)
     ctx.targets.create(staging, entry.schema, replace=True)
     columns = read_delta(spark, staging).columns
     base.select(*[quote(c) for c in columns]).write.format("delta").mode("append").save(staging)
@@ -208,7 +210,7 @@ def _write_base(ctx: PipelineContext, b: Backfill, staging: str) -> None:
         return
     hist = history_path(staging)
     if b.detail.get("history_base") is not None:
-        first = _time_travel(ctx, history_path(path), int(b.detail["history_base"]))
+        first = _time_travel(ctx, history_path(path), int(b.detail["history_base"]), b.table)
     else:  # a new history table: the base rows are the first versions
         first = base.where(f"NOT `{META_DELETED}`") if ctx.targets.soft else base
     hist_columns = read_delta(spark, hist).columns
@@ -218,7 +220,11 @@ def _write_base(ctx: PipelineContext, b: Backfill, staging: str) -> None:
     first.write.format("delta").mode("append").save(hist)
 
 
-def _time_travel(ctx: PipelineContext, path: str, version: int) -> DataFrame:
+def _resnapshot(table: str) -> str:
+    return command("snapshot", "--tables", table_regex(table), "--force")
+
+
+def _time_travel(ctx: PipelineContext, path: str, version: int, table: str) -> DataFrame:
     try:
         df = ctx.spark.read.format("delta").option("versionAsOf", version).load(path)
         df.limit(1).collect()  # missing files show here, not half-way through the write
@@ -226,7 +232,8 @@ def _time_travel(ctx: PipelineContext, path: str, version: int) -> DataFrame:
     except Exception as exc:
         raise CdcError(f"version {version} of {path} can no longer be read ({str(exc).splitlines()[0][:300]})",
                        "VACUUM has removed its files (maintenance.vacuum_retain_hours): rebuild from a later window "
-                       "(--from-window), or re-snapshot the table with 'cdclake snapshot --tables <regex> --force'"
+                       f"(--from-window), or re-snapshot the table with {_resnapshot(table)}",
+                       permanent=True
                        ) from exc
 
 
@@ -260,7 +267,7 @@ def _swap(ctx: PipelineContext, b: Backfill, staging: str, through: int) -> None
     if sorted(staged.columns) != sorted(current):
         raise CdcError(f"the rebuilt {b.table} has columns {sorted(staged.columns)} but its target has "
                        f"{sorted(current)}", "the schema history and the target disagree: re-snapshot the table "
-                       "with 'cdclake snapshot --tables <regex> --force'")
+                       f"with {_resnapshot(b.table)}", permanent=True)
     keys = [c for c in ctx.key_columns(_latest_schema(ctx, b.table)) if c in current]
     view = f"cdclake_rebuild_{b.backfill_id}"
     staged.createOrReplaceTempView(view)
@@ -282,5 +289,5 @@ def _swap(ctx: PipelineContext, b: Backfill, staging: str, through: int) -> None
 def _latest_schema(ctx: PipelineContext, table: str) -> TableSchema:
     entry = ctx.control.latest_entries().get(table)
     if entry is None or entry.schema is None:
-        raise CdcError(f"{table} has no schema in the schema history", "re-snapshot the table")
+        raise CdcError(f"{table} has no schema in the schema history", "re-snapshot the table", permanent=True)
     return entry.schema

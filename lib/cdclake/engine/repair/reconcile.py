@@ -47,7 +47,7 @@ from cdclake.engine.lake import ensure_table, quote
 from cdclake.engine.repair.backfill import run_backfill
 from cdclake.engine.repair.common import read_start, streaming_state
 from cdclake.engine.target import typed_select
-from cdclake.errors import CdcError
+from cdclake.errors import CdcError, command
 from cdclake.schema import TableSchema
 
 if TYPE_CHECKING:
@@ -118,8 +118,8 @@ def _refuse(table: str, column: KeyColumn, why: str) -> CdcError:
     return CdcError(
         f"cannot repair {table} key by key: key column {column.name} {why}, so no filter selects the same "
         "rows in the source's SQL and in Spark SQL",
-        f"repair a key range instead: cdclake backfill --config <file> --table {table} --where "
-        f"'<range of another column>' (or without --where: the whole table)",
+        f"repair the whole table: {command('backfill', '--table', table)}, or a key range of it with --where on "
+        "another column", permanent=True,
     )
 
 
@@ -234,7 +234,7 @@ def reconcile(ctx: PipelineContext, tables: Sequence[str] | None = None, chunks:
               confirm_wait_s: float = 0.0) -> ReconcileReport:
     """Reconcile ``tables`` (default: every streaming table) of ``ctx``'s pipeline; see the module doc."""
     if chunks < 1 or max_keys < 1:
-        raise CdcError("--chunks and --max-keys must be at least 1", "pass positive numbers")
+        raise CdcError("--chunks and --max-keys must be at least 1", "pass positive numbers", permanent=True)
     results: list[TableReconcile] = []
     with ctx.runs.run("reconcile", locked=False) as run:
         states = ctx.control.table_states()
@@ -341,7 +341,7 @@ def _reconcile_table(ctx: PipelineContext, table: str, chunks: int, max_keys: in
     if repair and result.differing:
         if result.truncated:
             result.note = (f"not repaired: {result.differing} keys differ, more than --max-keys {max_keys}; "
-                           f"backfill the table or a key range (cdclake backfill --table {table} [--where ...]) "
+                           f"backfill the table ({command('backfill', '--table', table)}, or a key range with --where) "
                            "or reconcile again with a larger --max-keys")
         else:
             _repair(ctx, table, key_cols, list(kinds), result)

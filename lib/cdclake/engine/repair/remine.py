@@ -28,14 +28,15 @@ def remine(ctx: PipelineContext, report: RunReport, first: int, last: int) -> li
             f"re-mining is not supported for {ctx.config.source.type} sources yet: their windows continue "
             "transactions from the in-flight buffer, which no longer holds what it held then",
             "to audit an old window, mine its log range with the database's own tools; to rebuild a table, "
-            "rebuild from a window bronze still has (--from-window) or re-snapshot it")
+            "rebuild from a window bronze still has (--from-window) or re-snapshot it", permanent=True)
     if first > last:
-        raise CdcError(f"--window {first}-{last} is empty", "give FIRST-LAST with FIRST <= LAST")
+        raise CdcError(f"--window {first}-{last} is empty", "give FIRST-LAST with FIRST <= LAST", permanent=True)
     applied = {w.window_id: w for w, _ in ctx.control.applied_windows()}
     unknown = [w for w in range(first, last + 1) if w not in applied]
     if unknown:
         raise CdcError(f"window(s) {unknown[:10]} of pipeline {ctx.name} were never applied",
-                       f"re-mine applied windows only: 1..{max(applied, default=0)} (the run log lists them)")
+                       f"re-mine applied windows only: 1..{max(applied, default=0)} (the run log lists them)",
+                       permanent=True)
     present = ctx.bronze.windows_present(first, last)
     todo = [w for w in range(first, last + 1) if w not in present]
     report.start, report.end = str(first), str(last)
@@ -66,7 +67,7 @@ def _remine_window(ctx: PipelineContext, report: RunReport, window: WindowState)
     if end.ordinal != recorded_end.ordinal:
         raise CdcError(f"window {wid} re-mined to {end.describe()}, not to its recorded end "
                        f"{recorded_end.describe()}",
-                       "this is a bug in the source plug-in: report it with both positions")
+                       "this is a bug in the source plug-in: report it with both positions", permanent=True)
     report.events += events
     report.transactions += transactions
     for table, n in rows.items():

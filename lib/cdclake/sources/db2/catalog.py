@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from cdclake.errors import CdcError
+from cdclake.errors import CdcError, command, table_regex
 from cdclake.schema import Column, TableSchema
 from cdclake.sources.db2 import queries as Q
 from cdclake.sources.db2.position import seq_hex
@@ -131,13 +131,15 @@ def table_schema(conn: Any, reg: Registration) -> TableSchema:
     if not source:
         raise CdcError(f"{reg.table} is registered for capture but the catalog has no such table",
                        f"remove the registration (CALL {reg.cd_owner}.REMOVETABLE('{reg.source_owner}', "
-                       f"'{reg.source_table}')) or exclude the table (source.exclude_tables)")
+                       f"'{reg.source_table}')) or exclude the table (source.exclude_tables)", permanent=True)
     cd = columns(conn, reg.cd_owner, reg.cd_table)
     if [c.name for c in cd[:3]] != list(CD_PREFIX_COLUMNS):
         raise CdcError(f"the CD table {reg.cd_owner}.{reg.cd_table} of {reg.table} does not start with "
                        f"{', '.join(CD_PREFIX_COLUMNS)} (found: {', '.join(c.name for c in cd[:3]) or 'no table'})",
                        f"recreate it: CALL {reg.cd_owner}.REMOVETABLE / ADDTABLE('{reg.source_owner}', "
-                       f"'{reg.source_table}'), then 'cdclake snapshot --force --tables {reg.table}'")
+                       f"'{reg.source_table}'), then "
+                       f"{command('snapshot', '--force', '--tables', table_regex(reg.table))}",
+                       permanent=True)
     data = cd[3:]
     by_name = {c.name: c for c in source}
     out: list[Column] = []

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from cdclake.errors import CdcError, PositionLostError, PreflightError
+from cdclake.errors import CdcError, PositionLostError, PreflightError, command, table_regex
 from cdclake.schema import TableSchema
 from cdclake.sources.db2 import catalog
 from cdclake.sources.db2 import queries as Q
@@ -150,8 +150,8 @@ class Db2Source(Source):
                     + (f", {reg.state_info}" if reg.state_info else "") + "): Capture does not capture it",
                     f"UPDATE {self.cs}.IBMSNAP_REGISTER SET STATE = 'A' WHERE SOURCE_OWNER = '{reg.source_owner}' "
                     f"AND SOURCE_TABLE = '{reg.source_table}', then VALUES {self.cs}.ASNCDCSERVICES('reinit',"
-                    "'asncdc'); changes made while it was inactive are lost: 'cdclake snapshot --force --tables "
-                    f"{table}' afterwards")
+                    "'asncdc'); changes made while it was inactive are lost: "
+                    f"{command('snapshot', '--force', '--tables', table_regex(table))} afterwards")
             for column in catalog.columns(self.conn(), reg.source_owner, reg.source_table):
                 if column.attrs.get("base") in NOT_CAPTURED:
                     raise PreflightError(
@@ -179,7 +179,7 @@ class Db2Source(Source):
             self.conn().rollback()
         if hwm is None and required:
             raise CdcError(f"Capture has no synchpoint in {self.cs}.IBMSNAP_REGISTER (it has not run)",
-                           f"start Capture: VALUES {self.cs}.ASNCDCSERVICES('start','asncdc')")
+                           f"start Capture: VALUES {self.cs}.ASNCDCSERVICES('start','asncdc')", permanent=True)
         return hwm
 
     # ---- positions ------------------------------------------------------------------------------------------
@@ -254,7 +254,8 @@ class Db2Source(Source):
                 f"{table}: the subscriptions in {self.cs}.IBMSNAP_PRUNCNTL let Capture prune its CD table "
                 f"{reg.cd_owner}.{reg.cd_table} up to {show(point)}, past the lake's position {start.describe()}: "
                 f"its changes committed in between may be gone",
-                f"re-snapshot it: cdclake snapshot --force --tables {table}; keep a prune-control row with a NULL "
+                f"re-snapshot it: {command('snapshot', '--force', '--tables', table_regex(table))}; keep a "
+                "prune-control row with a NULL "
                 "SYNCHPOINT for the table (ASNCDC.ADDTABLE makes one) so that no other subscriber's progress "
                 "prunes what cdclake has not read")
 
@@ -297,7 +298,7 @@ class Db2Source(Source):
             if table not in regs:
                 raise CdcError(f"{table} is not registered for capture in {self.cs}.IBMSNAP_REGISTER",
                                f"CALL {self.cs}.ADDTABLE('<schema>', '<table>') and VALUES "
-                               f"{self.cs}.ASNCDCSERVICES('reinit','asncdc')")
+                               f"{self.cs}.ASNCDCSERVICES('reinit','asncdc')", permanent=True)
         if self.config.snapshot.lock_mode == "share":
             self._lock_tables([regs[t] for t in tables])  # before the position: no write lands in between
         position = self._position_at_hwm()
@@ -399,7 +400,7 @@ class Db2Source(Source):
                 raise CdcError(f"{table} is no longer registered for capture ({self.cs}.IBMSNAP_REGISTER): its "
                                "changes after the lake's position cannot be read",
                                f"register it again (CALL {self.cs}.ADDTABLE) and re-snapshot it: cdclake snapshot "
-                               f"--force --tables {table}; or exclude it (source.exclude_tables)")
+                               f"--force --tables {table}; or exclude it (source.exclude_tables)", permanent=True)
             self._check_cd_table(table, reg, start, hi)
             floor = request.floors.get(table)
             floor = floor if floor is not None and floor > start.clock else None
@@ -456,7 +457,8 @@ class Db2Source(Source):
             f"{table}: its CD table {reg.cd_owner}.{reg.cd_table} was created at {cd.created.isoformat(' ')}, after "
             f"the lake's position {start.describe()}; the changes of the transactions committed in between (up to "
             f"{show(last)}) were in the CD table it replaced, or not captured",
-            f"re-snapshot it: cdclake snapshot --force --tables {table}; before recreating a CD table, mine until "
+            f"re-snapshot it: {command('snapshot', '--force', '--tables', table_regex(table))}; before recreating a "
+            "CD table, mine until "
             "the lake has everything (docs/db2.md, offline procedure)")
 
     def _cd_count(self, reg: catalog.Registration, lo: str, hi: str) -> int:

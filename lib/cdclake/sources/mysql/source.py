@@ -682,5 +682,6 @@ class _GtidTracker:
 
 def source_for(config: MySqlSourceConfig, skip_unparsable_ddl: bool = False) -> MySqlSource:
     if config.type not in ("mysql", "mariadb"):
-        raise CdcError(f"source.type {config.type!r} is not a MySQL/MariaDB source", "use mysql or mariadb")
+        raise CdcError(f"source.type {config.type!r} is not a MySQL/MariaDB source", "use mysql or mariadb",
+        permanent=True)
     return MySqlSource(config, skip_unparsable_ddl)

@@ -232,7 +232,8 @@ class LogMinerClient:
                 if not match:
                     names = ", ".join(str(n) for _, n in dests) or "none"
                     raise CdcError(f"archive destination {wanted} is not a VALID LOCAL destination (valid: {names})",
-                                   "set source.mining.archive_destination to one of the valid DEST_NAMEs")
+                                   "set source.mining.archive_destination to one of the valid DEST_NAMEs",
+                                   permanent=True)
                 self._dest_id = match[0]
             elif dests:
                 self._dest_id = int(dests[0][0])  # the lowest valid local destination, never a random one

@@ -125,7 +125,7 @@ class OracleSource(FrameSource):
         try:
             import oracledb
         except ImportError as exc:  # pragma: no cover - a dependency of the package
-            raise CdcError("python-oracledb is not installed", "pip install oracledb") from exc
+            raise CdcError("python-oracledb is not installed", "pip install oracledb", permanent=True) from exc
         try:
             password = self.config.password.get_secret_value() if self.config.password else None
             return oracledb.connect(
@@ -226,7 +226,7 @@ class OracleSource(FrameSource):
                 outcome = apply_ddl(text, dict(schemas), owner)
                 if t not in outcome.changes or outcome.changes[t] is None:
                     raise CdcError(f"the definition of {t} from DBMS_METADATA did not parse into a table",
-                                   "report the statement; exclude the table meanwhile")
+                                   "report the statement; exclude the table meanwhile", permanent=True)
                 schemas[t] = outcome.changes[t]
                 ddl[t] = text
         finally:
@@ -240,7 +240,7 @@ class OracleSource(FrameSource):
 
     def snapshot_read(self, spark: SparkSession, schema: TableSchema, where: str | None = None) -> DataFrame:
         if self._snapshot_scn is None:
-            raise CdcError("snapshot_read before snapshot_start", "this is a bug in the caller")
+            raise CdcError("snapshot_read before snapshot_start", "this is a bug in the caller", permanent=True)
         if self._snapshot_reader is not None:
             frame = self._snapshot_reader(spark, schema, self._snapshot_scn)
             return frame.where(where) if where else frame
@@ -501,7 +501,7 @@ class OracleSource(FrameSource):
 
             spark = SparkSession.getActiveSession()
             if spark is None:
-                raise CdcError("no Spark session for export mode", "this is a bug in the caller")
+                raise CdcError("no Spark session for export mode", "this is a bug in the caller", permanent=True)
             exp = self.config.export
             assert exp is not None
             reader = spark.read
@@ -510,7 +510,8 @@ class OracleSource(FrameSource):
             missing = [c for c in Q.CONTENTS_COLUMNS if c not in frame.columns]
             if missing:
                 raise CdcError(f"export {exp.path} lacks the column(s) {', '.join(missing)}",
-                               "export V$LOGMNR_CONTENTS with the columns named as in the view (see docs/oracle.md)")
+                               "export V$LOGMNR_CONTENTS with the columns named as in the view (see docs/oracle.md)",
+                               permanent=True)
             from pyspark.sql import functions as F
 
             typed = frame.select(

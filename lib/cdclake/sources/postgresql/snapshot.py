@@ -59,7 +59,7 @@ def create_slot_with_snapshot(settings: dict[str, Any], slot: str, temporary: bo
     except psycopg.OperationalError as exc:
         raise CdcError(f"cannot open a replication connection to create slot {slot}: {exc}".strip(),
                        "allow it in pg_hba.conf (a 'host <database> <user>' line also serves replication=database "
-                       "connections) and give the user REPLICATION") from None
+                       "connections) and give the user REPLICATION", permanent=True) from None
     try:
         kind = "TEMPORARY LOGICAL" if temporary else "LOGICAL"
         # no query parameters: a replication connection speaks only the simple query protocol

@@ -198,7 +198,7 @@ class PostgresSource(RecordSource):
         missing = [t for t in tables if t not in known]
         if missing:
             raise CdcError(f"no such table (or a partition, captured through its root): {', '.join(missing)}",
-                           "check source.include_tables")
+                           "check source.include_tables", permanent=True)
         self._publish(tables, known)
         self.end_snapshot_read()
         exists = catalog.slot(conn, self.slot) is not None

@@ -115,7 +115,7 @@ def schema_records(spark: SparkSession, staged: StagedWindow, decoder: ChangeDec
         if r.xid not in commits:
             raise CdcError(f"a {type(message).__name__} message of transaction {r.xid} has no commit in the window "
                            "read", "this is a bug: report it with the window's staged folder; mining.decoder: driver "
-                           "avoids it")
+                           "avoids it", permanent=True)
         assert isinstance(message, (Relation, Truncate))
         for record in decoder.control(r.xid, commits[r.xid], message):
             if isinstance(record, Ddl):
@@ -206,7 +206,8 @@ def committed_stats(spark: SparkSession, path: str | None) -> dict[str, Any]:
     orphans = sum(int(r.orphans) for r in per_table)
     if orphans:
         raise CdcError(f"{orphans} row change(s) of the window have no commit in the window's read",
-                       "this is a bug: report it with the window's staged folder; mining.decoder: driver avoids it")
+                       "this is a bug: report it with the window's staged folder; mining.decoder: driver avoids it",
+                       permanent=True)
     transactions = rows.select(F.countDistinct("txid")).first()[0] if per_table else 0
     return {"events": sum(int(r.n) for r in per_table), "transactions": int(transactions), "rolled_back": 0,
             "rows_by_table": {r.source_table: int(r.n) for r in per_table},
