@@ -1,10 +1,10 @@
 """Every command line the documentation shows is run by some test, or marked an illustration with a reason.
 
-The documentation is ``README.md`` and ``docs/*.md``. A command line is a line of a ``bash``/``sh`` code block
-(continued over ``\\``, comments and ``export`` lines left out: any program) or an inline code span that
-starts with a program of ours (``cdclake``, ``spark-submit``, ``make``, Airflow's CLI...). Each is reduced to its program,
-its verb (``cdclake backfill``, ``spark-submit jobs/mine.py``, ``airflow dags test``, ``make demo``) and its
-flags: those outside ``[...]`` are required, each ``[--flag ...]`` is optional.
+The documentation is ``README.md`` and ``docs/*.md``. A command line is a line of a ``bash``/``sh`` code
+block (continued over ``\\``, comments and ``export`` lines left out: any program) or an inline code span
+that starts with a program of ours (``cdclake``, ``spark-submit``, ``make``, Airflow's CLI...). Each is
+reduced to its program, its verb (``cdclake backfill``, ``spark-submit jobs/mine.py``, ``airflow dags test``,
+``make demo``) and its flags: those outside ``[...]`` are required, each ``[--flag ...]`` is optional.
 
 Tests record the commands they run (:func:`record`; ``CliRunner.invoke`` of cdclake's command line is
 recorded by ``tests/conftest.py``) into the folder ``$CDCLAKE_TEST_COMMANDS``. At the end of a whole-suite

@@ -196,8 +196,8 @@ def test_the_offline_procedure_lands_its_schema_and_a_cd_table_recreated_too_lat
         f"APP.T: its CD table ASNCDC.CDC_APP_T was created at {created.isoformat(' ')}, after the lake's position "
         f"{start.describe()}; the changes of the transactions committed in between (up to {show(lost.hex())}) were "
         "in the CD table it replaced, or not captured\n"
-        "  fix: re-snapshot it: `cdclake snapshot --force --tables 'APP\\.T'`; before recreating a CD table, mine until "
-        "the lake has everything (docs/db2.md, offline procedure)")
+        "  fix: re-snapshot it: `cdclake snapshot --force --tables 'APP\\.T'`; before recreating a CD table, mine "
+        "until the lake has everything (docs/db2.md, offline procedure)")
 
 
 def test_reconcile_backfill_quality_gates_and_report_work_for_db2(spark: Any, db: EmulatedDb2, tmp_path: Path) -> None:

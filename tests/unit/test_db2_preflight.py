@@ -147,8 +147,8 @@ def test_a_subscription_prune_point_past_the_lake_position_is_a_lost_range(db: E
     assert str(err.value) == (
         "APP.T: the subscriptions in ASNCDC.IBMSNAP_PRUNCNTL let Capture prune its CD table ASNCDC.CDC_APP_T up to "
         f"{show(point.hex())}, past the lake's position {position.describe()}: its changes committed in between may "
-        "be gone\n  fix: re-snapshot it: `cdclake snapshot --force --tables 'APP\\.T'`; keep a prune-control row with a "
-        "NULL SYNCHPOINT for the table (ASNCDC.ADDTABLE makes one) so that no other subscriber's progress prunes "
+        "be gone\n  fix: re-snapshot it: `cdclake snapshot --force --tables 'APP\\.T'`; keep a prune-control row with "
+        "a NULL SYNCHPOINT for the table (ASNCDC.ADDTABLE makes one) so that no other subscriber's progress prunes "
         "what cdclake has not read")
 
 
