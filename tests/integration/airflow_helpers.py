@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from tests.doc_commands import record
 from tests.settings import short_jvm_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,7 +51,8 @@ def run_in_airflow(code: str, env: dict[str, str], timeout: float = 900) -> Any:
 
 
 def migrate(env: dict[str, str]) -> None:
-    """Create the Airflow metadata database (SQLite under AIRFLOW_HOME)."""
+    """Create the Airflow metadata database (SQLite under AIRFLOW_HOME): ``airflow db migrate``."""
+    record(["airflow", "db", "migrate"])
     done = subprocess.run([str(AIRFLOW_PYTHON), "-m", "airflow", "db", "migrate"], env=env, capture_output=True,
                           text=True, timeout=300, cwd=str(env["AIRFLOW_HOME"]))
     assert done.returncode == 0, f"airflow db migrate failed:\n{done.stderr[-3000:]}"

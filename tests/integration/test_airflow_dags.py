@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
+import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
+from tests.doc_commands import record
 from tests.integration.airflow_helpers import DAGBAG_SCRIPT, DAGS_FOLDER, ROOT, airflow_env, migrate, run_in_airflow
 from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline, pipeline_yaml
+from tests.settings import short_jvm_env
 
 ORACLE_EXPORT = """\
 pipeline: audit
@@ -121,27 +125,41 @@ except Exception as exc:
 """
 
 
-def test_permanent_error_fails_the_task_without_retry_and_says_the_fix(airflow_home: Path, tmp_path: Path) -> None:
-    # A real spark-submit of jobs/maintain.py: the pipeline file's secret is not set in the job's environment.
-    config = tmp_path / "p.yaml"
-    config.write_text(textwrap.dedent(f"""\
-        pipeline: p
-        source: {{type: mariadb, host: 127.0.0.1, user: cdc, password: "${{CDCLAKE_UNSET_SECRET}}", server_id: 9}}
-        lake: {{root: {tmp_path}/lake}}
-        airflow: {{env_vars: {{PYSPARK_PYTHON: {sys.executable}}}}}
-        """))
-    tmp = tmp_path / "tmp"  # the operator's error file ($CDCLAKE_ERROR_FILE) is made here
-    tmp.mkdir()
-    env = airflow_env(airflow_home, tmp_path, TMPDIR=str(tmp))
-    env.pop("CDCLAKE_UNSET_SECRET", None)
+def _readme_airflow_commands() -> list[list[str]]:
+    """The README's Airflow lines as written (after its two ``export`` lines)."""
+    text = (ROOT / "README.md").read_text()
+    block = text[text.index("export AIRFLOW_HOME="):]
+    block = block[:block.index("```")].replace("\\\n", " ")
+    return [shlex.split(line, comments=True) for line in block.splitlines()
+            if line.startswith(".venv-airflow/bin/airflow ")]
 
-    out = run_in_airflow(OPERATOR_SCRIPT.format(config=str(config), dag="cdclake_p_maintenance", task="maintain"),
-                         env)
 
-    assert out["raised"] == "AirflowFailException" and out["permanent"]
-    assert "source.password: secret/variable ${CDCLAKE_UNSET_SECRET} is not set" in out["message"]
-    assert "fix: export CDCLAKE_UNSET_SECRET=..." in out["message"]
-    assert list(tmp.glob("cdclake-error-*")) == []
+def test_readme_airflow_commands_run_as_written_and_a_permanent_error_says_its_fix_unmasked(
+        tmp_path: Path) -> None:
+    """The README's commands against the example pipeline (conf/pipelines/), whose secret is not set: the mining
+    task fails at once (no retry) with cdclake's problem and fix, which Airflow's masking leaves whole."""
+    commands = _readme_airflow_commands()
+    assert [c[1:3] for c in commands] == [["db", "migrate"], ["dags", "list"], ["dags", "test"], ["dags", "trigger"]]
+    env = {k: v for k, v in os.environ.items() if k not in ("SHOP_CDC_PASSWORD", "CDCLAKE_PIPELINES_DIR")}
+    env.update({"AIRFLOW_HOME": str(tmp_path / ".airflow"), "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
+                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+                "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+                "AIRFLOW__CORE__LOAD_EXAMPLES": "False"})
+    outputs = []
+    for command in commands[:3]:  # (trigger needs a running scheduler: an illustration, tests/doc_commands.py)
+        record(["airflow", *command[1:]])
+        done = subprocess.run(command, cwd=ROOT, env=short_jvm_env(env), capture_output=True, text=True, timeout=600)
+        outputs.append(done)
+    migrated, listed, tested = outputs
+    assert migrated.returncode == 0, migrated.stderr[-3000:]
+    assert listed.returncode == 0 and all(f"cdclake_example_shop_{kind}" in listed.stdout
+                                          for kind in ("snapshot", "mine", "backfill", "maintenance")), listed.stdout
+    log = tested.stdout + tested.stderr
+    message = ("cdclake: source.password: secret/variable ${SHOP_CDC_PASSWORD} is not set -- fix: export "
+               "SHOP_CDC_PASSWORD=...")
+    assert message in log, log[-6000:]
+    assert "AirflowFailException" in log and "up_for_retry" not in log.lower()
+    assert "****** ${SHOP_CDC_PASSWORD}" not in log and "${SHOP_CDC_PASSWORD} ******" not in log, log[-6000:]
 
 
 def test_transient_error_is_left_to_retries_with_cdclakes_message(airflow_home: Path, tmp_path: Path) -> None:
