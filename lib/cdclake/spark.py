@@ -132,6 +132,8 @@ def build_spark(
             settings["spark.jars"] = jars
     elif "spark.jars" not in conf and cached_jars():
         settings["spark.jars"] = ",".join(cached_jars())
+    if submitted is not None and submitted.get("spark.app.name") not in (None, os.path.basename(sys.argv[0])):
+        app_name = submitted["spark.app.name"]  # spark-submit --name (without it, Spark names the app after the script)
     builder = SparkSession.builder.appName(app_name)
     if master and submitted is None:
         builder = builder.master(master)
