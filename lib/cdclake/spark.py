@@ -176,6 +176,15 @@ def _command_line_wins(submitted: Mapping[str, str], master: str | None, conf: d
     return kept
 
 
+class MissingJarsError(RuntimeError):
+    """A submitted driver has no Delta jars and cdclake has none to add (``problem``, ``fix``); the pipeline
+    turns it into a :class:`cdclake.errors.ConfigError`."""
+
+    def __init__(self, problem: str, fix: str) -> None:
+        super().__init__(f"{problem}; fix: {fix}")
+        self.problem, self.fix = problem, fix
+
+
 # A class of delta-spark: present on the driver's classpath when spark-submit was given Delta's jars.
 DELTA_PROBE_CLASS = "io.delta.sql.DeltaSparkSessionExtension"
 
@@ -184,7 +193,7 @@ def _driver_classpath(submitted: Mapping[str, str], wanted: str | None) -> str |
     """The ``spark.jars`` a submitted driver needs: None when its classpath already has Delta (spark-submit
     was given the jars); else cdclake's jars (the pipeline file's ``spark.jars``, or the jar cache) are
     added to the driver's class loader now, before the session exists, and returned so that executors get
-    them too. No jars anywhere: a :class:`cdclake.errors.ConfigError` with the fix."""
+    them too. No jars anywhere: :class:`MissingJarsError`."""
     from pyspark import SparkContext
 
     jvm = SparkContext._jvm  # noqa: SLF001 (set by _submitted_conf)
@@ -198,10 +207,8 @@ def _driver_classpath(submitted: Mapping[str, str], wanted: str | None) -> str |
     jars = [j for j in (wanted or "").split(",") if j] or cached_jars()
     missing = [j for j in jars if "://" not in j and not os.path.isfile(j)]
     if not jars or missing:
-        from cdclake.errors import ConfigError
-
         where = os.environ.get(JAR_DIR_ENV) or str(PROJECT_ROOT / ".cache" / "jars")
-        raise ConfigError(
+        raise MissingJarsError(
             f"this spark-submit has no Delta jars on its classpath ({DELTA_PROBE_CLASS} is missing) and "
             + (f"the pipeline file's spark.jars names files that do not exist: {', '.join(missing)}" if missing else
                f"cdclake's jar cache {where} has none"),

@@ -30,6 +30,7 @@ from cdclake.engine.repair.reconcile import DEFAULT_CHUNKS, DEFAULT_MAX_KEYS, Re
 from cdclake.engine.runs import RunReport
 from cdclake.engine.snapshot import snapshot
 from cdclake.engine.status import table_status
+from cdclake.errors import ConfigError
 from cdclake.spi import SourceContext, create_source
 
 if TYPE_CHECKING:
@@ -80,12 +81,15 @@ class Pipeline:
         """The pipeline of a pipeline file (a path, or a loaded :class:`~cdclake.config.PipelineConfig`),
         with its registered source and a Spark session (``spark``, or one built from ``spark:`` of the file)."""
         from cdclake.config import load_config
-        from cdclake.spark import build_spark
+        from cdclake.spark import MissingJarsError, build_spark
 
         if isinstance(config, (str, os.PathLike)):
             config = load_config(config)
         if spark is None:
-            spark = build_spark(app_name or f"cdclake-{config.pipeline}", config.spark.master, config.spark.conf)
+            try:
+                spark = build_spark(app_name or f"cdclake-{config.pipeline}", config.spark.master, config.spark.conf)
+            except MissingJarsError as exc:
+                raise ConfigError(exc.problem, exc.fix) from None
         source = create_source(config.source, SourceContext(config.pipeline, config.lake.root,
                                                             config.mining.skip_unparsable_ddl))
         return cls(config, source, spark)
