@@ -74,8 +74,10 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
     ``AirflowException`` (retried). A failed mining run adds how far the lake is behind the source
     (``-- lag: ...``: 0 when it holds every committed change, else the age of the oldest change not
     applied, as ``cdclake status`` reports it), when it could be told. Without a report (a driver in
-    cluster mode, a crash before the report) the provider's exception stands. The file is removed
-    afterwards.
+    cluster mode, a crash before the report) the provider's exception stands; its tail of spark-submit's
+    output went through the provider's ``key value`` masking, which replaces the word after any word
+    containing "password" or "secret" by ``******`` (the task log above it has the lines as printed).
+    The file is removed afterwards.
 
     Only the provider's public API is used (its constructor and ``execute``): neither the hook nor
     ``env_vars`` is touched (``env_vars`` would also be refused in standalone cluster mode, and is
@@ -97,9 +99,10 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
             lag = error.get("lag")
             if isinstance(lag, dict) and lag.get("summary"):
                 message += f" -- lag: {lag['summary']}"  # how far the lake is behind the source now
-            # cdclake's own words stand alone: the hook's error (chained otherwise) repeats spark-submit's output
-            # through its key=value masking, which garbles any sentence after a word like "password" (already
-            # in the task log, unmasked, line by line)
+            # cdclake's own words stand alone: the hook's error (chained otherwise) ends with spark-submit's last
+            # lines through its key=value masking (SparkSubmitHook._mask_cmd), which masks the word after any word
+            # containing "password"/"secret": "source.password: ****** ${SHOP_CDC_PASSWORD} ****** not set".
+            # Those lines are already in the task log, unmasked, line by line.
             if error.get("permanent"):
                 raise AirflowFailException(message) from None
             raise AirflowException(message) from None
