@@ -168,7 +168,8 @@ def mine(ctx: click.Context, config: str, max_events: int | None, snapshot_missi
             first = r.first_window_id or r.window_id
             click.echo(f"  window {first} was planned by an earlier run that stopped before its checkpoint: finished "
                        "with its bounds (from bronze, if it was mined already)"
-                       + (", then mined on to the log end" if r.windows > 1 else ""))
+                       + (", then mined on to the log end" if r.windows > 1 else "")
+                       + (f"; {r.note}" if r.note else ""))
         for table, n in sorted(r.rows_by_table.items()):
             click.echo(f"  {table}: {n} changes")
 

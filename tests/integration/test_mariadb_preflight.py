@@ -301,7 +301,7 @@ def test_purged_binlog_is_reported_with_the_missing_range(server: MariaDBServer,
         f"(files {stored.file}..{last_purged} were purged)"
     )
     fix = caught.value.fix or ""
-    assert "cdclake snapshot --config <file>" in fix
+    assert "`cdclake snapshot --force`" in fix
     assert "binlog_expire_logs_seconds" in fix and "expire_logs_days" in fix
 
     # The same position resumed by GTID is gone too: the transactions after it were purged.
@@ -310,7 +310,7 @@ def test_purged_binlog_is_reported_with_the_missing_range(server: MariaDBServer,
     _, seq = parse_mariadb_gtid(stored.gtid)[0]
     assert f"transactions 0-*-{seq + 1}.." in by_gtid.value.problem
     assert f"the oldest binlog {keep}" in by_gtid.value.problem
-    assert "cdclake snapshot --config <file>" in (by_gtid.value.fix or "")
+    assert "`cdclake snapshot --force`" in (by_gtid.value.fix or "")
 
     # What is still on the server passes.
     check_binlog_available(cdc, binlog_end(cdc), "mariadb", resume_by="gtid")

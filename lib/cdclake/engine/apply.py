@@ -139,10 +139,11 @@ def parked_detail(table: str, position: str, reason: str) -> dict[str, str]:
     """What ``status``, the run report and the run's error say of a parked table.
 
     >>> parked_detail("db.t", "bin.000001:99", "x")["remedy"].split(" (")[0]
-    'cdclake backfill --config <file> --table db.t'
+    'cdclake backfill --table db.t'
     """
+    # no backticks: ``cdclake status`` prints it as the command itself (the command line adds --config)
     return {"parked_at": position, "parked_reason": reason,
-            "remedy": f"cdclake backfill --config <file> --table {table} (re-snapshots it; the other tables go on "
+            "remedy": f"{command('backfill', '--table', table).strip('`')} (re-snapshots it; the other tables go on "
                       "meanwhile)"}
 
 

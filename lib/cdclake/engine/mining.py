@@ -83,7 +83,7 @@ def live_states(states: dict[str, TableState], pipeline: str) -> dict[str, Table
     if not any(s.status == TABLE_STREAMING for s in live.values()):
         raise CdcError(
             "no table of this pipeline has a snapshot yet, so there is no position to mine from",
-            f"run 'cdclake snapshot --config <file>' first (pipeline {pipeline})",
+            f"run 'cdclake snapshot' first (pipeline {pipeline}), or mine with --snapshot-missing",
         )
     return live
 

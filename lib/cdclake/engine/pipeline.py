@@ -122,7 +122,8 @@ class Pipeline:
         """Mine from the stored positions to the log end now (or ``max_events`` changes), applied, in one
         window or, when the planner cuts windows (a statement, a size), several: the report sums them up.
         A window an earlier run planned and did not finish (a kill, a failed data-quality gate) is finished
-        first, with its own bounds; the run then goes on to the log end now. When every table already stands
+        first, with its own bounds; the run then goes on to the log end now (a source whose windows carry
+        transactions across, Oracle, leaves that to the next run: ``report.note``). When every table already stands
         at the log end, nothing is written (``report.idle``)."""
         idle = nothing_to_mine(self.ctx)
         if idle is not None:
@@ -136,7 +137,11 @@ class Pipeline:
             stop_on_parked(states)
             total = report if total is None else total.absorb(report)
             if report.resumed and total.windows == 1:
-                # the resumed window ended where an earlier run planned it: what came since is next
+                # The resumed window ended where an earlier run planned it: what came since is next, where the
+                # source tells exactly that nothing came (else an idle window would be written after every kill).
+                if not self.ctx.source.windows_end_on_transaction_boundaries:
+                    total.note = "changes committed after its end are mined by the next run"
+                    return total
                 if nothing_to_mine(self.ctx) is not None:
                     return total
                 limit = None

@@ -301,7 +301,7 @@ class TargetTables:
                 if initial is not None:
                     self.spark.sql(f"UPDATE {ref} SET {quote(col.name)} = {initial} WHERE {existing_rows}")
             elif current[have] != _simple(col.spark_type):
-                self._change_type(path, have, col)
+                self._change_type(path, have, col, new.qualified_name)
         self._reorder(path, [self._target_name(lower, c.name) for c in new.columns])
 
     @staticmethod
@@ -326,7 +326,7 @@ class TargetTables:
         if "TIMESTAMP_NTZ" in spark_type.upper():
             self.spark.sql(f"ALTER TABLE {ref} SET TBLPROPERTIES ('delta.feature.timestampNtz' = 'supported')")
 
-    def _change_type(self, path: str, name: str, col: Column) -> None:
+    def _change_type(self, path: str, name: str, col: Column, table: str) -> None:
         ref = delta_ref(path)
         self._enable_features_for(ref, col.spark_type)
         if self._table_properties(path).get("delta.enableTypeWidening", "").lower() == "true":
@@ -342,7 +342,7 @@ class TargetTables:
         self._rewrite(path, [
             f"try_cast({quote(f.name)} AS {col.spark_type}) AS {quote(f.name)}" if f.name == name else quote(f.name)
             for f in fields
-        ])
+        ], None, table)
 
     def _retype_in_place(self, path: str, name: str, spark_type: str) -> None:
         """A type change on a table with column mapping, where Delta refuses a rewrite once a column was
@@ -382,7 +382,7 @@ class TargetTables:
         _, operation, tag = self._last_commit(path)
         return int(tag["rewrite_from"]) if operation == "DELETE" and tag and "rewrite_from" in tag else None
 
-    def _rewrite(self, path: str, select: list[str], pending: int | None = None, table: str | None = None) -> None:
+    def _rewrite(self, path: str, select: list[str], pending: int | None, table: str) -> None:
         """Rewrite the table as ``select`` (a select list over every column, ``__*`` ones included) of
         itself: a rename, drop or type change the table's features cannot do in its metadata
         (``pending``: the version a rewrite killed half-way started from).
@@ -405,9 +405,7 @@ class TargetTables:
         except Exception as exc:
             raise CdcError(f"the rewrite of {path} for a schema change needs its version {base}, which can no "
                            f"longer be read ({str(exc).splitlines()[0][:300]})",
-                           "re-snapshot the table: " + (
-                               command("snapshot", "--tables", table_regex(table), "--force") if table
-                               else "`cdclake snapshot --tables <its regex> --force`"),
+                           f"re-snapshot the table: {command('snapshot', '--tables', table_regex(table), '--force')}",
                            permanent=True
                            ) from exc
         with commit_tag(self.spark, rewritten_from=base):
@@ -739,7 +737,8 @@ class TargetTables:
                 f"{schema.qualified_name} has no primary or NOT NULL unique key, and the log left columns out of "
                 "its row images (LOB or extended columns), so a changed row cannot be matched whole",
                 f"set tables.{schema.qualified_name}.key_columns in the pipeline file to columns that identify a "
-                "row, then re-snapshot the table", permanent=True)
+                "row, then re-snapshot the table: "
+                f"{command('snapshot', '--tables', table_regex(schema.qualified_name), '--force')}", permanent=True)
         from pyspark import StorageLevel
 
         names = schema.column_names

@@ -88,6 +88,7 @@ def ensure_installed() -> tuple[str, str]:
             f"{', '.join(_SEARCH_DIRS)})",
             "run `make setup` (installs the Debian packages mariadb-server and mariadb-client), "
             "or `apt-get install mariadb-server mariadb-client`",
+            permanent=True,
         )
     assert server and install_db
     return server, install_db

@@ -56,7 +56,7 @@ def find_bindir() -> Path:
         return Path(on_path).parent
     raise PostgresNotInstalledError(
         "PostgreSQL server binaries not found (looked in /usr/lib/postgresql/*/bin and on PATH)",
-        "run `make setup` (installs Debian's postgresql package), or `apt-get install postgresql`")
+        "run `make setup` (installs Debian's postgresql package), or `apt-get install postgresql`", permanent=True)
 
 
 _LIVE: weakref.WeakSet[PostgresServer] = weakref.WeakSet()

@@ -19,7 +19,7 @@ from cdclake.engine.repair.rebuild import rebuild
 from cdclake.engine.repair.remine import remine
 from cdclake.engine.repair.resnapshot import resnapshot
 from cdclake.engine.snapshot import snapshot
-from cdclake.errors import CdcError, UsageError
+from cdclake.errors import CdcError, UsageError, command
 from cdclake.progress import step as progress_step
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ def _unpark(ctx: PipelineContext, table: str, where: str | None) -> RunReport:
     own (schema and rows at the log end now), then streams from there with the others."""
     if where:
         raise UsageError(f"{table} is parked, so it is re-read whole, not a --where range",
-                         f"drop --where: cdclake backfill --config <file> --table {table}")
+                         f"drop --where: {command('backfill', '--table', table)}")
     with ctx.runs.run("backfill") as report:
         snapshot(ctx, report, re.escape(table))
     return report

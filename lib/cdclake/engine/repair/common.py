@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cdclake.engine.control import TABLE_STREAMING, TableState
-from cdclake.errors import CdcError
+from cdclake.engine.control import TABLE_PARKED, TABLE_SNAPSHOTTING, TABLE_STREAMING, TableState
+from cdclake.errors import CdcError, command, table_regex
 
 if TYPE_CHECKING:
     from cdclake.engine.context import PipelineContext
@@ -53,10 +53,16 @@ def streaming_state(ctx: PipelineContext, table: str, verb: str,
     (snapshotted, not dropped)."""
     state = (ctx.control.table_states() if states is None else states).get(table)
     if state is None or state.status != TABLE_STREAMING:
-        raise CdcError(f"{table} is not a streaming table of pipeline {ctx.name} "
-                       f"(state: {state.status if state else 'never snapshotted'})",
-                       f"{verb} a table that has been snapshotted ('cdclake status' lists them); a new table needs "
-                       "'cdclake snapshot'", permanent=True)
+        problem = (f"{table} is not a streaming table of pipeline {ctx.name} "
+                   f"(state: {state.status if state else 'never snapshotted'})")
+        if state is None or state.status == TABLE_SNAPSHOTTING:
+            # the mining DAG's 'mine --snapshot-missing' snapshots it on its schedule: a retry may pass
+            raise CdcError(problem, f"snapshot it first ({command('snapshot', '--tables', table_regex(table))}, or "
+                                    f"mine with --snapshot-missing), then run the same {verb} again")
+        if state.status == TABLE_PARKED:
+            raise CdcError(problem, f"bring it back first with {command('backfill', '--table', table)} (a snapshot "
+                                    f"of it alone), then run the same {verb} again", permanent=True)
+        raise CdcError(problem, f"{verb} a table that streams ('cdclake status' lists them)", permanent=True)
     return state
 
 
@@ -71,5 +77,6 @@ def read_start(ctx: PipelineContext, table: str, then: str) -> tuple[TableSchema
             (c.name, c.spark_type) for c in current.columns]:
         ctx.source.end_snapshot_read()
         raise CdcError(f"the source's definition of {table} differs from the lake's (a DDL mining has not "
-                       "applied yet)", f"run 'cdclake mine' until the table is caught up, then {then}")
+                       "applied yet)", f"run 'cdclake mine' until the table is caught up, then run the same {then} "
+                       "again")
     return entry.schema, start

@@ -180,9 +180,11 @@ def _windows(ctx: PipelineContext, b: Backfill) -> list[WindowState]:
                if e.renamed_from and b.table in (e.table, e.renamed_from)]
     if renames:
         e = renames[0]
+        after = command("backfill", "--table", b.table, "--mode", "rebuild", "--from-window",
+                        str(max(int(r.window_id or 0) for r in renames) + 1))
         raise CdcError(f"{b.table} was renamed in window {e.window_id} ({e.ddl[:200]}); its rows before the "
-                       "rename are in another table's change log", "rebuild from a window after the rename, or "
-                       f"repair with {command('backfill', '--table', b.table)} (resnapshot)", permanent=True)
+                       "rename are in another table's change log", f"rebuild from a window after the rename ({after}), "
+                       f"or repair with {command('backfill', '--table', b.table)} (resnapshot)", permanent=True)
     return windows
 
 
@@ -201,7 +203,8 @@ def _write_base(ctx: PipelineContext, b: Backfill, staging: str) -> None:
     entry = schema_at(entries, b.table, floor_seq, b.detail["from_window"] or 1)
     if entry is None or entry.schema is None:
         raise CdcError(f"no schema of {b.table} is recorded before the rebuild's first window",
-                       "rebuild from the beginning (without --from-window)", permanent=True)
+                       "rebuild from the beginning (without --from-window): "
+                       f"{command('backfill', '--table', b.table, '--mode', 'rebuild')}", permanent=True)
     base = _time_travel(ctx, path, int(b.detail["base_version"]), b.table)
     ctx.targets.create(staging, entry.schema, replace=True)
     columns = read_delta(spark, staging).columns
@@ -289,5 +292,6 @@ def _swap(ctx: PipelineContext, b: Backfill, staging: str, through: int) -> None
 def _latest_schema(ctx: PipelineContext, table: str) -> TableSchema:
     entry = ctx.control.latest_entries().get(table)
     if entry is None or entry.schema is None:
-        raise CdcError(f"{table} has no schema in the schema history", "re-snapshot the table", permanent=True)
+        raise CdcError(f"{table} has no schema in the schema history", f"re-snapshot the table: {_resnapshot(table)}",
+                       permanent=True)
     return entry.schema

@@ -182,4 +182,4 @@ def explain_missing_uow(exc: BaseException, control_schema: str) -> CdcError | N
     return CdcError(f"a CD row of commit sequence {show(seq)} has no {control_schema}.IBMSNAP_UOW row: its commit "
                     "cannot be placed in commit order",
                     f"check that Capture writes {control_schema}.IBMSNAP_UOW and that it is not pruned before the CD "
-                    "tables; then mine again")
+                    "tables; then mine again", permanent=True)

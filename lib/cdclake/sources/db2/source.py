@@ -97,7 +97,8 @@ class Db2Source(Source):
                 raise PreflightError(f"cannot connect to Db2 {self.config.host}:{self.config.port}/"
                                      f"{self.config.database}: {exc}",
                                      "check source.host, port, database, user and password, and that the server "
-                                     "accepts TCP/IP connections") from None
+                                     "accepts TCP/IP connections",
+                                     permanent=False) from None  # unreachable now: a later run may connect
         return self._conn
 
     def _fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -399,8 +400,9 @@ class Db2Source(Source):
             if reg is None:
                 raise CdcError(f"{table} is no longer registered for capture ({self.cs}.IBMSNAP_REGISTER): its "
                                "changes after the lake's position cannot be read",
-                               f"register it again (CALL {self.cs}.ADDTABLE) and re-snapshot it: cdclake snapshot "
-                               f"--force --tables {table}; or exclude it (source.exclude_tables)", permanent=True)
+                               f"register it again (CALL {self.cs}.ADDTABLE) and re-snapshot it: "
+                               f"{command('snapshot', '--force', '--tables', table_regex(table))}; or exclude it "
+                               "(source.exclude_tables)", permanent=True)
             self._check_cd_table(table, reg, start, hi)
             floor = request.floors.get(table)
             floor = floor if floor is not None and floor > start.clock else None

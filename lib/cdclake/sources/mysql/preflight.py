@@ -24,7 +24,7 @@ from cdclake.sources.mysql.position import BinlogPosition, file_sequence
 Flavor = Literal["mariadb", "mysql"]
 
 RESNAPSHOT_FIX = (
-    "re-snapshot the pipeline's tables: `cdclake snapshot --config <file> --force`; to keep it from happening again, "
+    "re-snapshot the pipeline's tables: `cdclake snapshot --force`; to keep it from happening again, "
     "raise the binlog retention on the server (binlog_expire_logs_seconds, or expire_logs_days on "
     "older servers) above the longest gap between two runs"
 )

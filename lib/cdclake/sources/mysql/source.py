@@ -101,6 +101,7 @@ class MySqlSource(RecordSource):
                 f"cannot connect to {self.config.type} at {self.config.host}:{self.config.port} as "
                 f"{self.config.user}: {exc.args[-1] if exc.args else exc}",
                 "check source.host, source.port, source.user and the password variable, and that the server runs",
+                permanent=False,  # unreachable now: a later run may connect
             ) from None
 
     @property

@@ -41,7 +41,7 @@ class Thread:
 _REMEDY = (
     "restore the missing archived logs into the archive destination (RMAN: RESTORE ARCHIVELOG ...) and run "
     "again; if they are gone for good, re-snapshot into a fresh pipeline (a new `pipeline` name or "
-    "`lake.root`, then 'cdclake snapshot --config <file>'); "
+    "`lake.root`, then 'cdclake snapshot'); "
     "keep archived logs longer than the mining interval (RMAN deletion policy / archivelog retention)"
 )
 

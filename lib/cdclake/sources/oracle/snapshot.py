@@ -107,6 +107,7 @@ def explain_snapshot_error(exc: BaseException, scn: int | None) -> CdcError | No
             f"the snapshot at SCN {scn} outlived the undo retention (ORA-01555 snapshot too old)",
             "raise UNDO_RETENTION (ALTER SYSTEM SET UNDO_RETENTION = <seconds>, online) above the snapshot's "
             "duration, or snapshot fewer tables per run (--tables) with more snapshot.partitions; then run again",
+            permanent=True,  # the same snapshot takes as long again
         )
     if "ORA-01466" in text:
         return CdcError(
@@ -120,5 +121,6 @@ def explain_snapshot_error(exc: BaseException, scn: int | None) -> CdcError | No
             f"-D{TIMEZONE_AS_REGION}=true is set in spark.driver/executor extraJavaOptions; if it persists, a "
             "TIMESTAMP WITH TIME ZONE value names a region the JDBC driver's time zone data lacks: upgrade the "
             "ojdbc jar (tools/jars.txt) or align the database's time zone file (DBMS_DST), then run again",
+            permanent=True,
         )
     return None

@@ -136,6 +136,7 @@ class OracleSource(FrameSource):
             raise PreflightError(
                 f"cannot connect to Oracle at {self.config.connect_string()} as {self.config.user}: {exc}",
                 "check source.dsn (or host/port/service_name), source.user and the password variable",
+                permanent=False,  # unreachable now: a later run may connect
             ) from None
 
     @property

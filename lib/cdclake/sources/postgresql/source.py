@@ -96,8 +96,8 @@ class PostgresSource(RecordSource):
             except psycopg.OperationalError as exc:
                 raise PreflightError(f"cannot connect to PostgreSQL {self.config.host}:{self.config.port}/"
                                      f"{self.config.database}: {str(exc).strip()}",
-                                     "check source.host, port, database, user and password, and pg_hba.conf"
-                                     ) from None
+                                     "check source.host, port, database, user and password, and pg_hba.conf",
+                                     permanent=False) from None  # unreachable now: a later run may connect
         return self._conn
 
     def close(self) -> None:
