@@ -123,7 +123,7 @@ class Pipeline:
         window or, when the planner cuts windows (a statement, a size), several: the report sums them up.
         A window an earlier run planned and did not finish (a kill, a failed data-quality gate) is finished
         first, with its own bounds; the run then goes on to the log end now (a source whose windows carry
-        transactions across, Oracle, leaves that to the next run: ``report.note``). When every table already stands
+        transactions across leaves that to the next run: ``report.note``). When every table already stands
         at the log end, nothing is written (``report.idle``)."""
         idle = nothing_to_mine(self.ctx)
         if idle is not None:
