@@ -85,8 +85,9 @@ def parse(text: str, where: str = "") -> Command | None:
     if program.startswith("python"):
         program = "python"
     rest = words[1:]
-    if program == "spark-submit":
+    if program == "spark-submit":  # the job, as jobs/<verb>.py wherever the checkout is
         verb = next((w for w in rest if w.endswith(".py")), "")
+        verb = "jobs/" + verb.rsplit("/", 1)[-1] if "jobs/" in verb else verb
     elif program == "airflow":
         verb = " ".join([w for w in rest if not w.startswith("-")][:2])
     elif program == "python":
@@ -169,7 +170,10 @@ def uncovered(shown: Iterable[Command], ran: Iterable[Command]) -> list[str]:
     for command in shown:
         if illustration(command):
             continue
-        flag_sets = [f for f in runs.get(command.key, []) if command.flags <= f]
+        # a command shown without its verb (`cdclake --debug ...`) is covered by a run of any verb
+        same = runs.get(command.key, []) if command.verb else [f for k, fs in runs.items()
+                                                               if k.split(" ")[0] == command.program for f in fs]
+        flag_sets = [f for f in same if command.flags <= f]
         if not flag_sets:
             out.append(f"{command.where}: {command.text} (no test runs `{command.key}` with "
                        f"{' '.join(sorted(command.flags)) or 'any flags'})")

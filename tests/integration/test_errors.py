@@ -53,6 +53,11 @@ def test_purged_binlog_is_reported_with_range_and_remedy(spark, private_mariadb,
                .where(f"kind = 'window' AND window_id = {report.window_id - 1}").collect()}
     assert windows == {"cancelled"}  # the failed run's window, planned, then given up by the re-snapshot
 
+    # One table again, streaming as it is: --tables with --force (the README's re-snapshot of a table).
+    one = CliRunner().invoke(cli, ["snapshot", "--config", str(config), "--tables", "shop\\.t", "--force"])
+    assert one.exit_code == 0 and one.output.startswith("snapshot shop.t: 991 rows at "), one.output
+    assert_lake_equals_source(spark, db, pipeline, ["shop.t"])
+
 
 def test_unappliable_ddl_parks_its_table_or_is_skipped_by_config(spark, mariadb, fresh_database, tmp_path) -> None:  # type: ignore[no-untyped-def]
     db = fresh_database

@@ -104,8 +104,8 @@ def test_two_column_key_soft_deletes_and_the_cli(spark, mariadb, fresh_database,
     assert "different (stale):" in listed.output and "(region=eu, sku=21)" in listed.output
     assert f"DIFFERENCES REMAIN in {table}" in listed.output
 
-    repaired = runner.invoke(cli, ["reconcile", "--config", str(config), "--repair", "--json", "--max-keys", "100",
-                                   "--confirm-wait", "0"])
+    repaired = runner.invoke(cli, ["reconcile", "--config", str(config), "--table", table, "--repair", "--json",
+                                   "--max-keys", "100", "--confirm-wait", "0"])
     assert repaired.exit_code == 0, repaired.output
     result = json.loads(repaired.stdout)["tables"][0]
     assert (result["chunking"], result["chunks"], result["repaired"], result["ok"]) == ("key hash", 64, True, True)

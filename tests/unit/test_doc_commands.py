@@ -47,6 +47,10 @@ def test_a_command_is_covered_by_a_run_with_its_flags_and_each_optional_one() ->
     assert uncovered(shown, ran) == []
     assert uncovered([parse("cdclake status", "d.md:2")], [parse("cdclake status --config c --json")]) == []
     assert uncovered([parse("make bench", "d.md:3")], []) == []  # an illustration
+    assert uncovered([parse("cdclake --debug ...", "d.md:4")], [parse("cdclake --debug mine --config c")]) == []
+    submitted = parse("/usr/bin/spark-submit --master local[2] /tmp/checkout/jobs/mine.py --config /tmp/c.yaml")
+    assert submitted.key == "spark-submit jobs/mine.py"
+    assert uncovered([parse("spark-submit jobs/mine.py --config shop.yaml", "d.md:5")], [submitted]) == []
 
 
 def test_the_documentation_has_its_commands_and_every_illustration_is_used_and_says_why() -> None:
