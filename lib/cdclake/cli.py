@@ -161,11 +161,11 @@ def mine(ctx: click.Context, config: str, max_events: int | None, snapshot_missi
         if r.idle:
             _echo_idle(r)
             return
-        windows = f"windows {r.first_window_id}-{r.window_id}" if r.windows > 1 else f"window {r.window_id}"
+        first = r.window_id - r.windows + 1  # a run's windows are consecutive
+        windows = f"windows {first}-{r.window_id}" if r.windows > 1 else f"window {r.window_id}"
         click.echo(f"{windows}: {r.start} -> {r.end}, {r.events} events in {r.transactions} transactions, "
                    f"{r.duration_s:.1f}s")
         if r.resumed:
-            first = r.first_window_id or r.window_id
             click.echo(f"  window {first} was planned by an earlier run that stopped before its checkpoint: finished "
                        "with its bounds (from bronze, if it was mined already)"
                        + (", then mined on to the log end" if r.windows > 1 else "")

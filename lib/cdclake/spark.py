@@ -80,10 +80,14 @@ def session_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[N
                 spark.conf.set(key, value)
 
 
+def jar_dir() -> str:
+    """``$CDCLAKE_JARS``, else the project's ``.cache/jars`` (filled by ``make setup``)."""
+    return os.environ.get(JAR_DIR_ENV) or str(PROJECT_ROOT / ".cache" / "jars")
+
+
 def cached_jars() -> list[str]:
-    """Jars from ``$CDCLAKE_JARS`` or the project's ``.cache/jars`` (filled by ``make setup``)."""
-    jar_dir = os.environ.get(JAR_DIR_ENV) or str(PROJECT_ROOT / ".cache" / "jars")
-    return sorted(glob.glob(os.path.join(jar_dir, "*.jar")))
+    """The jars in :func:`jar_dir`."""
+    return sorted(glob.glob(os.path.join(jar_dir(), "*.jar")))
 
 
 def build_spark(
@@ -130,8 +134,8 @@ def build_spark(
         jars = _driver_classpath(submitted, conf.get("spark.jars"))
         if jars:
             settings["spark.jars"] = jars
-    elif "spark.jars" not in conf and cached_jars():
-        settings["spark.jars"] = ",".join(cached_jars())
+    elif "spark.jars" not in conf and (jars := cached_jars()):
+        settings["spark.jars"] = ",".join(jars)
     if submitted is not None and submitted.get("spark.app.name") not in (None, os.path.basename(sys.argv[0])):
         app_name = submitted["spark.app.name"]  # spark-submit --name (without it, Spark names the app after the script)
     builder = SparkSession.builder.appName(app_name)
@@ -207,11 +211,10 @@ def _driver_classpath(submitted: Mapping[str, str], wanted: str | None) -> str |
     jars = [j for j in (wanted or "").split(",") if j] or cached_jars()
     missing = [j for j in jars if "://" not in j and not os.path.isfile(j)]
     if not jars or missing:
-        where = os.environ.get(JAR_DIR_ENV) or str(PROJECT_ROOT / ".cache" / "jars")
         raise MissingJarsError(
             f"this spark-submit has no Delta jars on its classpath ({DELTA_PROBE_CLASS} is missing) and "
             + (f"the pipeline file's spark.jars names files that do not exist: {', '.join(missing)}" if missing else
-               f"cdclake's jar cache {where} has none"),
+               f"cdclake's jar cache {jar_dir()} has none"),
             "run 'make setup' in the cdclake checkout (it fills .cache/jars), or set CDCLAKE_JARS to a folder "
             "of the jars 'python -m cdclake.jars' lists, or pass them to spark-submit with --jars")
     for jar in jars:

@@ -39,8 +39,7 @@ class RunReport:
     duration_s: float = 0.0
     resumed: bool = False
     idle: bool = False  # a mining run that found nothing to do and wrote nothing (mining.nothing_to_mine)
-    windows: int = 1  # mining windows this report sums up (a run drains to its end in one or more)
-    first_window_id: int | None = None  # the first of them, when there are several
+    windows: int = 1  # mining windows this report sums up (a run drains to its end in one or more, consecutive)
     note: str | None = None  # what the run left undone on purpose, and why (the command line prints it)
     # a window that ended before the end it was planned to (a statement or the planner's size cut it): that end
     short_of: dict[str, Any] | None = None
@@ -50,8 +49,6 @@ class RunReport:
 
     def absorb(self, later: RunReport) -> RunReport:
         """This report and the ``later`` window's of the same run, summed (start here, end there)."""
-        if self.first_window_id is None:
-            self.first_window_id = self.window_id
         self.window_id, self.end, self.short_of = later.window_id, later.end, later.short_of
         self.events += later.events
         self.transactions += later.transactions
