@@ -8,19 +8,22 @@ itself on the table, so a re-run after a kill skips what already committed.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from bisect import bisect_right
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from cdclake.engine.control import TABLE_DROPPED, TABLE_PARKED, TABLE_STREAMING, TableState, WindowState
-from cdclake.engine.events import SEQ_SPAN
+from cdclake.engine.events import META_SEQ, SEQ_SPAN
 from cdclake.engine.faults import crash_point
-from cdclake.engine.history import PARKED, REREAD, HistoryEntry, before_window, latest_per_table, window_ddl
-from cdclake.engine.lake import commit_tag, is_delta_table, sql_str
+from cdclake.engine.history import CREATED, PARKED, REREAD, HistoryEntry, before_window, latest_per_table, window_ddl
+from cdclake.engine.lake import commit_tag, delta_ref, is_delta_table, sql_str
 from cdclake.engine.target import is_undecodable_error
 from cdclake.errors import CdcError, command, table_regex
+from cdclake.hadoopfs import hadoop_delete, hadoop_read_text, hadoop_write_text
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -35,12 +38,14 @@ MAX_STEPS_PER_WINDOW = 1000  # idempotency version = window * 1000 + step
 log = logging.getLogger(__name__)
 
 
-def _refusals() -> tuple[type[Exception], ...]:
-    """The errors by which Delta refuses a change (pyspark loads only once one happens)."""
-    from pyspark.errors import AnalysisException, IllegalArgumentException, UnsupportedOperationException
+@dataclass
+class RenameStep:
+    """A table waiting at its part of the rename statement at ``seq`` (its ``entry`` there)."""
 
-    return (AnalysisException, IllegalArgumentException, UnsupportedOperationException)
-
+    table: str
+    path: str
+    entry: HistoryEntry
+    seq: int
 
 
 class SchemaChangeRefused(Exception):
@@ -51,28 +56,16 @@ class SchemaChangeRefused(Exception):
         self.position, self.reason = position, reason
 
 
-def apply_order(tables: set[str], ddl: list[HistoryEntry]) -> list[str]:
-    """Tables in name order, except that a renamed table's old name comes before its new one: the
-    old table's changes up to the rename must be in its target when the new table copies the rows.
+def rename_seqs(ddl: list[HistoryEntry]) -> set[int]:
+    """The sequences of the window's statements that rename tables: there the tables a statement names
+    trade their rows all at once (:meth:`WindowApplier.apply_window` brings each of them to the statement
+    first), so swaps and cycles through a spare name keep every row.
 
     >>> e = HistoryEntry(9, "db.a", 50, "p", "RENAME TABLE z TO a", "ddl", None, "db.z", {}, 2)
-    >>> apply_order({"db.a", "db.b", "db.z"}, [e])
-    ['db.b', 'db.z', 'db.a']
+    >>> rename_seqs([e])
+    {50}
     """
-    from graphlib import TopologicalSorter
-
-    graph: dict[str, set[str]] = {t: set() for t in sorted(tables)}
-    for e in ddl:
-        if e.renamed_from and e.renamed_from in tables and e.table in tables:
-            graph[e.table].add(e.renamed_from)
-    sorter = TopologicalSorter(graph)
-    sorter.prepare()
-    order: list[str] = []
-    while sorter.is_active():
-        ready = sorted(sorter.get_ready())
-        order.extend(ready)
-        sorter.done(*ready)
-    return order
+    return {e.seq for e in ddl if e.renamed_from}
 
 
 def barriers(truncates: list[int], ddl: list[HistoryEntry], low: int) -> list[tuple[int, str, HistoryEntry | None]]:
@@ -154,6 +147,7 @@ def states_after(states: dict[str, TableState], ddl: list[HistoryEntry], end: Po
     (by a ``parked`` entry, or in ``parked``: table -> (position, reason) of a change the apply could
     not make) parked where they stopped."""
     as_of = {"as_of": now}
+    own = {(e.table, e.seq) for e in ddl}  # a table renamed away has its own entry (dropped, or another's rows)
     out = {t: TableState(t, s.status, end.to_dict(), end.ordinal, window_id, None, {**s.detail, **as_of})
            for t, s in states.items()}
     for e in ddl:
@@ -172,7 +166,7 @@ def states_after(states: dict[str, TableState], ddl: list[HistoryEntry], end: Po
             continue
         out[e.table] = TableState(e.table, TABLE_DROPPED if e.schema is None else TABLE_STREAMING, end.to_dict(),
                                   end.ordinal, window_id, None, {**detail, **as_of})
-        if e.renamed_from and e.renamed_from in out:
+        if e.renamed_from and e.renamed_from in out and (e.renamed_from, e.seq) not in own:
             prev = out[e.renamed_from]
             out[e.renamed_from] = TableState(prev.table, TABLE_DROPPED, prev.position, prev.ordinal, window_id,
                                              None, prev.detail)
@@ -239,24 +233,63 @@ class WindowApplier:
                 rows.partial[int(r.stretch)] = bool(r.partial)
             truncates = {t: sorted(seqs) for t, seqs in truncates.items()}
             parked: dict[str, tuple[str, str]] = {}
-            for table in apply_order(set(counts) | {e.table for e in ddl}, ddl):
-                renamed_to = {e.seq: e for e in ddl if e.renamed_from == table}
+            renames = rename_seqs(ddl)
+            paused: dict[str, tuple[Iterator[RenameStep], RenameStep]] = {}
+
+            def advance(table: str, steps: Iterator[RenameStep]) -> None:
+                """Run ``table``'s steps up to its next part in a rename statement (or to its end)."""
                 try:
                     with commit_tag(self.spark, window=wid):  # what a rebuild looks for in the target's history
-                        self.apply_table(window, table, bronze, truncates.get(table, []),
-                                         [e for e in ddl if e.table == table], before.get(table),
-                                         states.get(table), report.resumed, renamed_to,
-                                         stretches=stretches.get(table, SegmentRows()))
+                        paused[table] = (steps, next(steps))
+                except StopIteration:
+                    pass
                 except SchemaChangeRefused as exc:  # only this table stops; the others are applied
                     log.error("window %s: %s is parked: %s", wid, table, exc.reason)
                     parked[table] = (exc.position, exc.reason)
+
+            for table in sorted(set(counts) | {e.table for e in ddl}):
+                advance(table, self.table_steps(window, table, bronze, truncates.get(table, []),
+                                                [e for e in ddl if e.table == table], before.get(table),
+                                                states.get(table), report.resumed, renames,
+                                                stretches=stretches.get(table, SegmentRows())))
+            # Every table a rename statement names waits there until all of them have their changes before it;
+            # then their rows trade places at once (read as of that instant), and each goes on.
+            while paused:
+                at = min(step.seq for _, step in paused.values())
+                group = {t: p for t, p in paused.items() if p[1].seq == at}
+                versions = self._versions_before_rename(wid, at, [step for _, step in group.values()])
+                for table, (steps, step) in group.items():
+                    del paused[table]
+                    try:
+                        with commit_tag(self.spark, window=wid):
+                            self._refused_parks(step.entry, lambda s=step, v=versions: self._rename_step(s, v))
+                    except SchemaChangeRefused as exc:
+                        log.error("window %s: %s is parked: %s", wid, table, exc.reason)
+                        parked[table] = (exc.position, exc.reason)
+                        continue
+                    advance(table, steps)
+                if not paused or min(step.seq for _, step in paused.values()) > at:
+                    hadoop_delete(self.spark, self._rename_versions_file(wid, at))
             if not report.rows_by_table:
                 report.rows_by_table = counts
             return states_after(states, ddl, end, wid, time.time(), parked)
         finally:
             bronze.unpersist()
 
-    def apply_table(
+    def apply_table(self, window: WindowState, table: str, bronze: DataFrame, truncates: list[int],
+                    ddl: list[HistoryEntry], start_entry: HistoryEntry | None, state: TableState | None,
+                    resumed: bool, path: str | None = None, app_id: str | None = None) -> None:
+        """Apply one table's changes of ``window`` alone (a rebuild's staging copy at ``path``, with its
+        commit ids ``app_id``): a rename into it takes the old name's rows as its target holds them now."""
+        renames = rename_seqs(ddl)
+        for step in self.table_steps(window, table, bronze, truncates, ddl, start_entry, state, resumed, renames,
+                                     path=path, app_id=app_id):
+            origin = step.entry.renamed_from
+            origin_path = self.ctx.layout.target(origin) if origin else None
+            version = self.targets.version(origin_path) if origin_path else None
+            self._rename_step(step, {origin: version} if origin else {})
+
+    def table_steps(
         self,
         window: WindowState,
         table: str,
@@ -266,15 +299,16 @@ class WindowApplier:
         start_entry: HistoryEntry | None,
         state: TableState | None,
         resumed: bool,
-        renamed_to: dict[int, HistoryEntry] | None = None,
+        renames: set[int],
         path: str | None = None,
         app_id: str | None = None,
         stretches: SegmentRows | None = None,
-    ) -> None:
-        """Apply ``table``'s changes of ``window`` from ``bronze``, segment by segment between barriers.
+    ) -> Iterator[RenameStep]:
+        """Apply ``table``'s changes of ``window`` from ``bronze``, segment by segment between barriers,
+        pausing before its part of each rename statement (at a sequence in ``renames``): the caller does that
+        part (:meth:`_rename_step`) and resumes it.
 
-        ``start_entry``: the table's schema entry at the window's start; ``renamed_to``: the new name's
-        entry of each rename of ``table`` in this window, by seq; ``path``/``app_id``: another table to
+        ``start_entry``: the table's schema entry at the window's start; ``path``/``app_id``: another table to
         apply to (a rebuild's staging copy) and its commit ids; ``stretches``: what a pass over bronze
         found of the table's rows (unknown: each segment is counted before its MERGE).
         """
@@ -316,22 +350,72 @@ class WindowApplier:
                     # the rows before it are in: a run killed half-way through the change (which may take
                     # several commits) resumes with the change, never with those rows in the old shape
                     self.targets.set_marker(path, wid, step - 1)
-                moved_to = (renamed_to or {}).get(entry.seq) if entry.schema is None else None
-                try:
-                    self.apply_ddl(path, entry, seq, moved_to, resumed)
-                except _refusals() as exc:
-                    # Delta refused the change (e.g. a column name it cannot store in this mode): the table
-                    # stops here, with Delta's words, rather than the whole pipeline. Other errors (I/O,
-                    # a lost executor) fail the run, which a retry finishes.
-                    first = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else type(exc).__name__
-                    raise SchemaChangeRefused(entry.position, f"Delta refused the change {entry.ddl[:300]!r}: "
-                                                              f"{first}") from exc
+                if seq in renames:
+                    yield RenameStep(table, path, entry, seq)
+                else:
+                    self._refused_parks(entry, lambda e=entry, q=seq: self.apply_ddl(path, e, q, resumed))
                 crash_point("ddl")
-                self.targets.set_marker(path, wid, step)
+                if is_delta_table(self.spark, path):
+                    self.targets.set_marker(path, wid, step)
             if kind == "ddl":
                 assert entry is not None
                 schema = entry.schema
             lo = seq
+
+    @staticmethod
+    def _refused_parks(entry: HistoryEntry, change: Callable[[], None]) -> None:
+        """Make a schema change; any error doing it parks the table (with the error's words) rather than
+        stopping the pipeline: the change is the table's own, the others' windows go on."""
+        from py4j.protocol import Py4JError, Py4JJavaError
+
+        try:
+            change()
+        except (CdcError, OSError):
+            raise  # cdclake's own problem and fix, or storage gone: a retry, not a park
+        except Exception as exc:
+            if isinstance(exc, Py4JError) and not isinstance(exc, Py4JJavaError):
+                raise  # the JVM is gone
+            if isinstance(exc, Py4JJavaError) and _infrastructure(exc):
+                raise  # a failed job or I/O (a lost executor, storage): a retry finishes the change
+            first = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else type(exc).__name__
+            raise SchemaChangeRefused(entry.position, f"the lake could not take the change {entry.ddl[:300]!r}: "
+                                                      f"{first}") from exc
+
+    def _rename_versions_file(self, wid: int, seq: int) -> str:
+        return f"{self.ctx.layout.control}/renames/{wid}-{seq}.json"
+
+    def _versions_before_rename(self, wid: int, seq: int, steps: list[RenameStep]) -> dict[str, int | None]:
+        """The Delta version of each table a rename statement takes rows from, as it stood before the statement:
+        kept in a file before any of the statement's steps, so that a run killed half-way reads the same ones."""
+        path = self._rename_versions_file(wid, seq)
+        kept = hadoop_read_text(self.spark, path)
+        if kept is not None:
+            return dict(json.loads(kept))
+        origins = {s.entry.renamed_from for s in steps if s.entry.renamed_from}
+        versions = {o: self.targets.version(self.ctx.layout.target(o)) for o in sorted(origins)}
+        hadoop_write_text(self.spark, path, json.dumps(versions))
+        return versions
+
+    def _rename_step(self, step: RenameStep, versions: dict[str, int | None]) -> None:
+        """A table's part in a rename statement: renamed away, it empties (its rows went with its name); renamed
+        onto, it holds what the old name held before the statement (``versions``), in the new shape. Done
+        again from the start after a kill (the version read does not move)."""
+        entry, path, seq = step.entry, step.path, step.seq
+        targets = self.targets
+        if entry.schema is None or entry.renamed_from is None:
+            if is_delta_table(self.spark, path):
+                targets.close_history(path, seq)
+                self.spark.sql(f"DELETE FROM {delta_ref(path)} WHERE `{META_SEQ}` < {seq}")
+            if entry.schema is not None:
+                targets.evolve(path, entry.schema, entry.column_renames, seq)
+            return
+        if is_delta_table(self.spark, path):
+            targets.close_history(path, seq)
+        targets.create(path, entry.schema, replace=True)
+        origin = entry.renamed_from
+        version = versions.get(origin)
+        if version is not None:
+            targets.insert_version(self.ctx.layout.target(origin), version, path)
 
     def _merge_segment(self, table: str, path: str, segment: DataFrame, schema: TableSchema, app_id: str,
                        version: int, known: tuple[int, bool] | None) -> None:
@@ -378,36 +462,27 @@ class WindowApplier:
             f"table with {command('snapshot', '--tables', table_regex(table), '--force')}", permanent=True
         )
 
-    def apply_ddl(self, path: str, entry: HistoryEntry, seq: int, moved_to: HistoryEntry | None = None,
-                  resumed: bool = True) -> None:
-        """Bring the target at ``path`` to ``entry``'s schema (``moved_to``: for a drop that is a rename,
-        the new name's entry; ``resumed``: an earlier run may have done part of it)."""
-        ctx, spark = self.ctx, self.spark
+    def apply_ddl(self, path: str, entry: HistoryEntry, seq: int, resumed: bool = True) -> None:
+        """Bring the target at ``path`` to ``entry``'s schema (``resumed``: an earlier run may have done part
+        of it). Renames are done by :meth:`_rename_step`."""
+        spark = self.spark
         if entry.kind in (PARKED, REREAD):
             return  # marks for the table's state: parked until re-snapshotted / re-read after the run
         if entry.schema is None:  # dropped: the mirror empties, history stays in Delta time travel
             if is_delta_table(spark, path):
                 self.targets.close_history(path, seq)
-                if moved_to is None:
-                    spark.sql(f"DELETE FROM delta.`{path}` WHERE `__seq` < {seq}")
-                else:
-                    # Renamed away: the rows move now, before a table created under the old name later in
-                    # the window empties this target. The new name's step moves again: nothing is left.
-                    assert moved_to.schema is not None
-                    dest = ctx.layout.target(moved_to.table)
-                    if not is_delta_table(spark, dest):
-                        self.targets.create(dest, moved_to.schema)
-                    self.targets.copy_rows(path, dest, seq, ctx.key_columns(moved_to.schema))
+                spark.sql(f"DELETE FROM {delta_ref(path)} WHERE `{META_SEQ}` < {seq}")
             return
         self.targets.evolve(path, entry.schema, entry.column_renames, seq, resumed)
-        if entry.renamed_from:
-            old_path = ctx.layout.target(entry.renamed_from)
-            if is_delta_table(spark, old_path):
-                self.targets.copy_rows(old_path, path, seq, ctx.key_columns(entry.schema))
-        elif entry.ddl.lstrip().upper().startswith("CREATE"):
-            # A table created again after a drop starts empty.
-            spark.sql(f"DELETE FROM delta.`{path}` WHERE `__seq` < {seq}")
+        if entry.kind == CREATED:  # made anew (after a drop, or replacing a table): it starts empty
+            spark.sql(f"DELETE FROM {delta_ref(path)} WHERE `{META_SEQ}` < {seq}")
 
 
-__all__ = ["MAX_STEPS_PER_WINDOW", "SchemaChangeRefused", "WindowApplier", "apply_order", "barriers",
-           "parked_detail", "states_after"]
+def _infrastructure(exc: Exception) -> bool:
+    """A JVM error of the machinery (a failed Spark job, I/O), not a refusal of the change itself."""
+    name = exc.java_exception.getClass().getName() if hasattr(exc, "java_exception") else ""
+    return name == "org.apache.spark.SparkException" or name.startswith("java.io.")
+
+
+__all__ = ["MAX_STEPS_PER_WINDOW", "RenameStep", "SchemaChangeRefused", "WindowApplier", "barriers",
+           "parked_detail", "rename_seqs", "states_after"]

@@ -24,6 +24,7 @@ from cdclake.spi import Ddl
 SKIPPED = "skipped"  # kind of an unparsable DDL skipped by configuration (recorded, never applied)
 PARKED = "parked"  # the table's capture stops here until it is re-snapshotted (reason in column_renames)
 REREAD = "reread"  # the table's rows before here must be read again from the source (reason in column_renames)
+CREATED = "create"  # the table is made anew here: it starts empty, whatever a table of its name held
 
 
 @dataclass
@@ -35,7 +36,7 @@ class HistoryEntry:
     seq: int
     position: str
     ddl: str
-    kind: str  # "snapshot" | "ddl" | "drop" | "skipped" | "parked" | "reread"
+    kind: str  # "snapshot" | "ddl" | "create" | "drop" | "skipped" | "parked" | "reread"
     schema: TableSchema | None
     renamed_from: str | None
     column_renames: dict[str, str]
@@ -75,7 +76,8 @@ def entries_for_ddl(ddl: Ddl, first_version: int, window_id: int) -> list[Histor
     for table, schema in ddl.changes.items():  # the source already dropped DDL at/below floors
         out.append(HistoryEntry(
             version=first_version + len(out), table=table, seq=seq, position=ddl.position.describe(),
-            ddl=ddl.statement, kind="drop" if schema is None else "ddl", schema=schema,
+            ddl=ddl.statement, kind="drop" if schema is None else CREATED if table in ddl.created else "ddl",
+            schema=schema,
             renamed_from=ddl.renamed_from.get(table), column_renames=ddl.column_renames.get(table, {}),
             window_id=window_id,
         ))

@@ -934,24 +934,17 @@ class TargetTables:
             else:
                 self.spark.sql(f"DELETE FROM {delta_ref(path)} WHERE `{META_SEQ}` < {seq}")
 
-    def copy_rows(self, source_path: str, dest_path: str, before_seq: int, key_columns: list[str]) -> None:
-        """Move rows older than ``before_seq`` from a renamed table's target into the new one.
+    def version(self, path: str) -> int | None:
+        """The table's current Delta version (None: no table there)."""
+        return self._last_commit(path)[0] if is_delta_table(self.spark, path) else None
 
-        Insert-if-absent then delete, so a re-run after a kill between the two does not double rows.
-        """
-        src = self.spark.read.format("delta").load(source_path).where(f"`{META_SEQ}` < {before_seq}")
+    def insert_version(self, source_path: str, version: int, dest_path: str) -> None:
+        """Append every row of ``source_path`` as of ``version`` to ``dest_path`` (the columns both have): a
+        table renamed onto another name takes its rows, read as they stood when the rename came."""
+        src = self.spark.read.format("delta").option("versionAsOf", version).load(source_path)
         dest_cols = self.spark.read.format("delta").load(dest_path).columns
-        view = f"cdclake_rename_{abs(hash((source_path, dest_path)))}"
-        src.select(*[quote(c) for c in src.columns if c in dest_cols]).createOrReplaceTempView(view)
-        cols = [c for c in dest_cols if c in src.columns]
-        # without a row key a row is matched whole, metadata too (equal copies are all inserted once)
-        on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in key_columns or cols)
-        self.spark.sql(
-            f"MERGE INTO {delta_ref(dest_path)} t USING {view} s ON {on} WHEN NOT MATCHED THEN INSERT "
-            f"({', '.join(quote(c) for c in cols)}) VALUES ({', '.join('s.' + quote(c) for c in cols)})"
-        )
-        self.spark.catalog.dropTempView(view)
-        self.spark.sql(f"DELETE FROM {delta_ref(source_path)} WHERE `{META_SEQ}` < {before_seq}")
+        cols = [c for c in dest_cols if c in set(src.columns)]
+        src.select(*[quote(c) for c in cols]).write.format("delta").mode("append").save(dest_path)
 
 def _read_meta(op: str, seq: int, position: str) -> list[str]:
     """The ``__*`` columns of a row a read at ``seq`` wrote (snapshot, backfill): no transaction, no window."""

@@ -68,6 +68,9 @@ class Ddl:
     # table -> why the rows it had before the statement must be read again from the source (the log
     # does not carry what the statement did to them: a row-dependent default, a lossy type change...)
     reread: dict[str, str] = field(default_factory=dict)
+    # tables the statement made anew (CREATE TABLE, CREATE OR REPLACE): they start empty, whatever a table
+    # of the same name held before; rows the statement itself writes (CREATE ... SELECT) follow as row events
+    created: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -90,3 +93,4 @@ class DdlOutcome:
     ignored: bool = False  # the statement does not affect any known table schema
     # table (name after the statement) -> {old column name: new column name}; renames keep data
     column_renames: dict[str, dict[str, str]] = field(default_factory=dict)
+    created: list[str] = field(default_factory=list)  # tables made anew (empty) by the statement

@@ -254,7 +254,7 @@ def _replay(ctx: PipelineContext, b: Backfill, staging: str) -> int:
         rows = ctx.bronze.changes(wid, b.table)
         truncates = sorted(int(r.seq) for r in rows.where("op = 't'").select("seq").collect())
         applier.apply_table(w, b.table, rows, truncates, window_ddl(entries, wid, b.table),
-                            schema_at(entries, b.table, floor_seq, wid), state, True, None, path=staging,
+                            schema_at(entries, b.table, floor_seq, wid), state, True, path=staging,
                             app_id=app_id)
         b.record(ctx, BASED, replayed=wid)
     return int(b.detail.get("replayed") or 0)

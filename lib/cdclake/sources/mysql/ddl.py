@@ -321,6 +321,12 @@ class _Registry:
         self.current[key] = schema
         self.outcome.changes[key] = schema
 
+    def create(self, key: str, schema: TableSchema) -> None:
+        """``key`` made anew by the statement: it starts empty, whatever a table of that name held."""
+        self.put(key, schema)
+        if key not in self.outcome.created:
+            self.outcome.created.append(key)
+
     def drop(self, key: str) -> None:
         del self.current[key]
         self.outcome.changes[key] = None
@@ -350,6 +356,7 @@ class _Registry:
             else:
                 del out.changes[key]
         out.renamed_from = {k: v for k, v in out.renamed_from.items() if k != v and k in self.current}
+        out.created = [k for k in out.created if k in self.current and k not in out.renamed_from]
         out.ignored = not out.changes and not out.truncated
         return out
 
@@ -385,7 +392,7 @@ def _create_table(cur: TokenCursor, reg: _Registry) -> None:
             # a snapshot of its own.
             raise SqlParseError(f"CREATE TABLE ... LIKE {src}: {src} is not a captured table, so its columns "
                                 "are not known")
-        reg.put(key, reg.current[src].renamed(name_db, name_table))
+        reg.create(key, reg.current[src].renamed(name_db, name_table))
         return
     t = cur.peek()
     if t is None or not (t.kind == "punct" and t.text == "("):
@@ -432,7 +439,7 @@ def _create_table(cur: TokenCursor, reg: _Registry) -> None:
     ]
     if not columns:
         raise SqlParseError("CREATE TABLE has no columns")
-    reg.put(key, TableSchema(name_db, name_table, columns, _pk_spelling(columns, pk),
+    reg.create(key, TableSchema(name_db, name_table, columns, _pk_spelling(columns, pk),
                              _key_spelling(columns, keys.keys)))
 
 

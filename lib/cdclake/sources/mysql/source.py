@@ -619,7 +619,7 @@ class _BinlogWindow:
                 changes[table] = None
             else:
                 old = before.get(outcome.renamed_from.get(table, table))
-                if old is not None and not sql.lstrip().upper().startswith("CREATE"):  # a new table is empty
+                if old is not None and table not in outcome.created:  # a new table is empty
                     schema, why = existing_rows(old, schema, outcome.column_renames.get(table, {}),
                                                 self._evaluate(session))
                     if why:
@@ -632,7 +632,8 @@ class _BinlogWindow:
             renames = {new: old for new, old in outcome.renamed_from.items() if new in changes}
             column_renames = getattr(outcome, "column_renames", {}) or {}
             records.append(Ddl(position, sql, database, changes, commit_ts, renames,
-                               {t: r for t, r in column_renames.items() if t in changes}, reread=reread))
+                               {t: r for t, r in column_renames.items() if t in changes}, reread=reread,
+                               created=[t for t in outcome.created if t in changes]))
         return records
 
 

@@ -322,6 +322,12 @@ class _Registry:
         self.current[key] = schema
         self.outcome.changes[key] = schema
 
+    def create(self, key: str, schema: TableSchema) -> None:
+        """``key`` made anew by the statement: it starts empty, whatever a table of that name held."""
+        self.put(key, schema)
+        if key not in self.outcome.created:
+            self.outcome.created.append(key)
+
     def drop(self, key: str) -> None:
         del self.current[key]
         self.outcome.changes[key] = None
@@ -352,6 +358,7 @@ class _Registry:
             else:
                 del out.changes[key]  # existed neither before nor after (rename intermediate)
         out.renamed_from = {k: v for k, v in out.renamed_from.items() if k != v and k in self.current}
+        out.created = [k for k in out.created if k in self.current and k not in out.renamed_from]
         out.ignored = not out.changes and not out.truncated
         return out
 
@@ -419,7 +426,7 @@ def _create(cur: TokenCursor, reg: _Registry) -> None:
                 unique.append(UniqueKey(d.unique, (d.name,)))
     if not columns:
         raise SqlParseError("CREATE TABLE has no columns")
-    reg.put(key, TableSchema(owner, table, _not_null_key(columns, pk), _check_key(columns, pk),
+    reg.create(key, TableSchema(owner, table, _not_null_key(columns, pk), _check_key(columns, pk),
                              _check_unique(columns, unique)))
 
 

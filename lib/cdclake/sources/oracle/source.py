@@ -470,7 +470,8 @@ class OracleSource(FrameSource):
             renamed = {new: old for new, old in getattr(outcome, "renamed_from", {}).items() if new in changes}
             if changes:
                 out.append(Ddl(point, statement, r.SEG_OWNER, changes, r.TIMESTAMP, renamed,
-                               {t: c for t, c in getattr(outcome, "column_renames", {}).items() if t in changes}))
+                               {t: c for t, c in getattr(outcome, "column_renames", {}).items() if t in changes},
+                               created=[t for t in outcome.created if t in changes]))
                 for t, s in changes.items():
                     plan.versions.setdefault(t, []).append((int(r.IDX), version, None if s is None else s.to_json()))
                     version += 1
