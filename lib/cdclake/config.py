@@ -107,6 +107,13 @@ class MiningOptions(StrictModel):
     max_splits: int = Field(64, ge=1, le=1000, description="most splits (tasks, replication connections) per window")
 
 
+class SchemaChangeOptions(StrictModel):
+    reread: Literal["auto", "manual"] = Field(
+        "auto", description="a change that leaves a table's rows different from what its log says (DROP/TRUNCATE/"
+        "EXCHANGE PARTITION, a default per row, a lossy retype...): 'auto' = cdclake re-reads the table right after "
+        "the mining run; 'manual' = the table is parked until an operator runs the backfill it names")
+
+
 class ExpectationOptions(StrictModel):
     """One data-quality expectation declared for a table (``tables.<t>.expectations[i]``).
 
@@ -228,6 +235,7 @@ class PipelineConfig(StrictModel):
     source: SourceConfigBase  # validated by the registered source's model (:func:`pipeline_model`)
     lake: LakeConfig
     mining: MiningOptions = Field(default_factory=MiningOptions)
+    schema_changes: SchemaChangeOptions = Field(default_factory=SchemaChangeOptions)
     tables: dict[str, TableOptions] = Field(default_factory=dict)
     spark: SparkConfig = Field(default_factory=SparkConfig)
     airflow: AirflowOptions = Field(default_factory=AirflowOptions)

@@ -467,7 +467,6 @@ def test_dropping_the_database_drops_its_tables(statement: str) -> None:
         "ALTER TABLE t ADD COLUMN a INT",
         "CREATE TABLE x (a INT WHATEVER)",
         "CREATE TABLE x (a VARCHAR(10)",
-        "ALTER TABLE t TRUNCATE PARTITION p0",
     ],
 )
 def test_unparsable_statement_raises(statement: str) -> None:
@@ -475,6 +474,40 @@ def test_unparsable_statement_raises(statement: str) -> None:
         apply_ddl(statement, "shop", reg(table()))
     assert err.value.statement == statement
     assert err.value.position == "?"
+
+
+@pytest.mark.parametrize(("statement", "reread", "created", "gone"), [
+    ("ALTER TABLE t DROP PARTITION p0, `p1`", ["shop.t"], [], []),
+    ("ALTER TABLE t TRUNCATE PARTITION p0, p1, ALGORITHM=INPLACE", ["shop.t"], [], []),
+    ("ALTER TABLE t EXCHANGE PARTITION p0 WITH TABLE u", ["shop.t", "shop.u"], [], []),
+    ("ALTER TABLE t CONVERT PARTITION p0 TO TABLE n", ["shop.n", "shop.t"], ["shop.n"], []),
+    ("ALTER TABLE t CONVERT TABLE u TO PARTITION p9 VALUES LESS THAN (100)", ["shop.t"], [], ["shop.u"]),
+])
+def test_partition_statements_that_move_rows_without_row_events_ask_for_a_reread(
+        statement: str, reread: list[str], created: list[str], gone: list[str]) -> None:
+    out = apply_ddl(statement, "shop", {**reg(table()), "shop.u": table().renamed("shop", "u")})
+    assert sorted(out.reread) == reread and out.created == created
+    assert [t for t, s in out.changes.items() if s is None] == gone
+
+
+@pytest.mark.parametrize("statement", [
+    "ALTER TABLE t PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (3), PARTITION p1 VALUES LESS THAN MAXVALUE)",
+    "ALTER TABLE t REMOVE PARTITIONING", "ALTER TABLE t ANALYZE PARTITION p0, p1", "ALTER TABLE t COALESCE PARTITION 2",
+])
+def test_partitioning_that_moves_no_row_changes_nothing(statement: str) -> None:
+    out = apply_ddl(statement, "shop", reg(table()))
+    assert out.ignored and not out.reread
+
+
+def test_partition_options_after_the_last_clause_are_not_part_of_it() -> None:
+    out = apply_ddl("ALTER TABLE t ADD COLUMN x INT PARTITION BY HASH(id) PARTITIONS 4", "shop", reg(table()))
+    assert out.changes["shop.t"].column_names[-1] == "x" and not out.reread
+
+
+def test_create_index_makes_no_table_and_create_table_does() -> None:
+    assert apply_ddl("CREATE UNIQUE INDEX u ON t (id)", "shop", reg(table())).created == []
+    assert apply_ddl("CREATE TABLE n LIKE t", "shop", reg(table())).created == ["shop.n"]
+    assert apply_ddl("CREATE OR REPLACE TABLE t (id INT)", "shop", reg(table())).created == ["shop.t"]
 
 
 def test_unqualified_name_without_default_database_raises() -> None:

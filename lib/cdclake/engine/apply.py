@@ -141,11 +141,13 @@ def parked_detail(table: str, position: str, reason: str) -> dict[str, str]:
 
 
 def states_after(states: dict[str, TableState], ddl: list[HistoryEntry], end: Position, window_id: int,
-                 now: float, parked: dict[str, tuple[str, str]] | None = None) -> dict[str, TableState]:
+                 now: float, parked: dict[str, tuple[str, str]] | None = None,
+                 reread_auto: bool = True) -> dict[str, TableState]:
     """Every table's state once window ``window_id`` is applied: at the window's end; created tables
     streaming, dropped ones dropped, a renamed table's old name dropped where it stood; parked ones
     (by a ``parked`` entry, or in ``parked``: table -> (position, reason) of a change the apply could
-    not make) parked where they stopped."""
+    not make) parked where they stopped; one whose rows must be read again marked for the re-read after
+    the run, or parked for an operator's backfill (``reread_auto`` false: ``schema_changes.reread: manual``)."""
     as_of = {"as_of": now}
     own = {(e.table, e.seq) for e in ddl}  # a table renamed away has its own entry (dropped, or another's rows)
     out = {t: TableState(t, s.status, end.to_dict(), end.ordinal, window_id, None, {**s.detail, **as_of})
@@ -154,9 +156,10 @@ def states_after(states: dict[str, TableState], ddl: list[HistoryEntry], end: Po
         old = out.get(e.table)
         detail = {k: v for k, v in (old.detail if old else {}).items() if k not in ("parked_at", "parked_reason",
                                                                                       "remedy")}
-        if e.kind == PARKED:
+        if e.kind == PARKED or (e.kind == REREAD and not reread_auto):
             out[e.table] = TableState(e.table, TABLE_PARKED, end.to_dict(), end.ordinal, window_id, None,
-                                      {**detail, **as_of, **parked_detail(e.table, e.position, e.reason or "")})
+                                      {**detail, **as_of, **parked_detail(e.table, e.position, (e.reason or "") + (
+                                          " (schema_changes.reread: manual)" if e.kind == REREAD else ""))})
             continue
         if e.kind == REREAD:  # streams on; the rows before the change are read again after the run
             if old is not None:
@@ -272,7 +275,8 @@ class WindowApplier:
                     hadoop_delete(self.spark, self._rename_versions_file(wid, at))
             if not report.rows_by_table:
                 report.rows_by_table = counts
-            return states_after(states, ddl, end, wid, time.time(), parked)
+            return states_after(states, ddl, end, wid, time.time(), parked,
+                                reread_auto=self.ctx.config.schema_changes.reread == "auto")
         finally:
             bronze.unpersist()
 

@@ -94,3 +94,5 @@ class DdlOutcome:
     # table (name after the statement) -> {old column name: new column name}; renames keep data
     column_renames: dict[str, dict[str, str]] = field(default_factory=dict)
     created: list[str] = field(default_factory=list)  # tables made anew (empty) by the statement
+    # table -> why its rows changed without row events (DROP/TRUNCATE/EXCHANGE PARTITION...): read them again
+    reread: dict[str, str] = field(default_factory=dict)

@@ -357,6 +357,7 @@ class _Registry:
                 del out.changes[key]
         out.renamed_from = {k: v for k, v in out.renamed_from.items() if k != v and k in self.current}
         out.created = [k for k in out.created if k in self.current and k not in out.renamed_from]
+        out.reread = {k: v for k, v in out.reread.items() if k in self.current}
         out.ignored = not out.changes and not out.truncated
         return out
 
@@ -566,8 +567,23 @@ def _alter_table(cur: TokenCursor, reg: _Registry) -> None:
     new_key: str | None = None
     renames: dict[str, str] = {}
     changed = False
+    # the partition options end the statement, after the last clause and without a comma: they move rows
+    # between partitions but change none (PARTITION BY, REMOVE PARTITIONING)
+    depth = 0
+    for k in range(cur.i, len(cur.toks)):
+        tok = cur.toks[k]
+        depth += 1 if tok.is_punct("(") else -1 if tok.is_punct(")") else 0
+        if depth == 0 and k > cur.i and not cur.toks[k - 1].is_punct(",") and (
+                (tok.is_("PARTITION") and k + 1 < len(cur.toks) and cur.toks[k + 1].is_("BY"))
+                or (tok.is_("REMOVE") and k + 1 < len(cur.toks) and cur.toks[k + 1].is_("PARTITIONING"))):
+            cur.toks = cur.toks[:k]
+            break
+    partition_names = False  # after DROP/TRUNCATE/ANALYZE... PARTITION a: the specs ", b" name more partitions
     for spec in cur.split_rest():
         c = TokenCursor(cur.sql, spec)
+        if partition_names and len(spec) == 1 and spec[0].kind in ("word", "ident"):
+            continue
+        partition_names = len(spec) > 1 and spec[1].is_("PARTITION")
         if c.accept("ADD"):
             if c.accept("COLUMN") or _starts_column(c):
                 if_not_exists = c.accept("IF", "NOT", "EXISTS")
@@ -621,7 +637,8 @@ def _alter_table(cur: TokenCursor, reg: _Registry) -> None:
             elif c.peek_is("FOREIGN", "CHECK", "SYSTEM", "PERIOD"):
                 pass
             elif c.accept("PARTITION"):
-                raise SqlParseError("DROP PARTITION removes rows without row events; re-snapshot the table")
+                reg.outcome.reread[key] = "DROP PARTITION changed rows without row events"
+                c.i = len(c.toks)
             else:
                 c.accept("COLUMN")
                 if_exists = c.accept("IF", "EXISTS")
@@ -719,8 +736,9 @@ def _alter_table(cur: TokenCursor, reg: _Registry) -> None:
                     for col in columns
                 ]
                 changed = True
-        elif (t := c.peek()) is not None and t.up in _PARTITION_DATA_OPS:
-            raise SqlParseError(f"{t.up} PARTITION changes rows without row events; re-snapshot the table")
+        elif (t := c.peek()) is not None and t.up in _PARTITION_DATA_OPS and (
+                (p := c.peek(1)) is not None and p.is_("PARTITION", "TABLE")):
+            _partition_rows(c, reg, key, t.up)
         elif (t := c.peek()) is not None and t.up in _IGNORED_ALTER_WORDS:
             pass  # table options, algorithm/lock, partitioning, keys, tablespaces
         else:
@@ -729,6 +747,8 @@ def _alter_table(cur: TokenCursor, reg: _Registry) -> None:
             raise SqlParseError(f"unexpected {c.peek_text()!r} in {cur.text(spec[0], spec[-1])!r}")
     if changed:
         reg.put(key, schema.with_columns(columns, _pk_spelling(columns, pk), keys.keys))
+    elif key in reg.outcome.reread:
+        reg.put(key, schema)  # the same shape: its rows are what changed
     if new_key is not None and new_key != key:
         reg.rename(key, new_key)
     if renames:
@@ -749,7 +769,34 @@ def _strict_spec(c: TokenCursor, spec: list[Token]) -> bool:
     return spec[0].up in ("DROP", "RENAME")
 
 
-_PARTITION_DATA_OPS = {"TRUNCATE", "EXCHANGE"}
+def _partition_rows(c: TokenCursor, reg: _Registry, key: str, op: str) -> None:
+    """A partition statement that moves rows without row events: every table whose rows it changes is read
+    again (``TRUNCATE``/``EXCHANGE PARTITION``, and MariaDB's ``CONVERT PARTITION p TO TABLE t`` /
+    ``CONVERT TABLE t TO PARTITION p``, which make and drop a table)."""
+    what = c.peek(1)
+    why = f"{op} {what.up if what is not None else ''} changed rows without row events"
+    reg.outcome.reread[key] = why
+    c.next()
+    if c.accept("PARTITION"):
+        c.name()
+        if op == "CONVERT" and c.accept("TO"):
+            c.accept("TABLE")
+            other = reg.resolve(*c.qualified_name())
+            reg.create(other, reg.current[key].renamed(*other.split(".", 1)))
+            reg.outcome.reread[other] = why
+        elif op == "EXCHANGE" and c.accept("WITH", "TABLE"):
+            other = reg.resolve(*c.qualified_name())
+            if reg.known(other):
+                reg.put(other, reg.current[other])
+                reg.outcome.reread[other] = why
+    elif op == "CONVERT" and c.accept("TABLE"):
+        other = reg.resolve(*c.qualified_name())
+        if reg.known(other):
+            reg.drop(other)
+    c.i = len(c.toks)
+
+
+_PARTITION_DATA_OPS = {"TRUNCATE", "EXCHANGE", "CONVERT"}
 _IGNORED_ALTER_WORDS = {
     "ENGINE", "ALGORITHM", "LOCK", "FORCE", "AUTO_INCREMENT", "COMMENT", "ROW_FORMAT", "KEY_BLOCK_SIZE",
     "DEFAULT", "CHARACTER", "CHARSET", "COLLATE", "ORDER", "PARTITION", "REMOVE", "COALESCE", "REORGANIZE",

@@ -628,6 +628,7 @@ class _BinlogWindow:
                 changes[table] = schema
             self.versions[table] = self.next_version
             self.next_version += 1
+        reread.update({t: why for t, why in outcome.reread.items() if changes.get(t) is not None})
         if changes:
             renames = {new: old for new, old in outcome.renamed_from.items() if new in changes}
             column_renames = getattr(outcome, "column_renames", {}) or {}
