@@ -381,7 +381,7 @@ class WindowApplier:
                 raise  # the JVM is gone
             if isinstance(exc, Py4JJavaError) and _infrastructure(exc):
                 raise  # a failed job or I/O (a lost executor, storage): a retry finishes the change
-            first = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else type(exc).__name__
+            first = _first_line(exc)
             raise SchemaChangeRefused(entry.position, f"the lake could not take the change {entry.ddl[:300]!r}: "
                                                       f"{first}") from exc
 
@@ -480,6 +480,18 @@ class WindowApplier:
         self.targets.evolve(path, entry.schema, entry.column_renames, seq, resumed)
         if entry.kind == CREATED:  # made anew (after a drop, or replacing a table): it starts empty
             spark.sql(f"DELETE FROM {delta_ref(path)} WHERE `{META_SEQ}` < {seq}")
+
+
+def _first_line(exc: Exception) -> str:
+    """The first line of what an error says (a JVM error's own message, not py4j's "error calling o12.save")."""
+    text = str(exc).strip()
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            text = str(java.toString()).strip()
+        except Exception:  # the JVM may be gone: py4j's words then
+            pass
+    return text.splitlines()[0][:500] if text else type(exc).__name__
 
 
 def _infrastructure(exc: Exception) -> bool:

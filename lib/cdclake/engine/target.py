@@ -182,6 +182,8 @@ class TargetTables:
         if [(f.name, f.dataType) for f in have.fields] == [(f.name, f.dataType) for f in wanted.fields]:
             return
         ref = delta_ref(path)
+        for f in wanted.fields:  # a type that needs a table feature the table lacks (timestamp_ntz)
+            self._enable_features_for(ref, f.dataType.simpleString())
         if not self._column_mapping(path):
             (self.spark.createDataFrame([], wanted).write.format("delta").mode("overwrite")
              .option("overwriteSchema", "true").save(path))
