@@ -19,6 +19,7 @@ from cdclake.engine.events import SEQ_SPAN
 from cdclake.engine.faults import crash_point
 from cdclake.engine.history import PARKED, REREAD, HistoryEntry, before_window, latest_per_table, window_ddl
 from cdclake.engine.lake import commit_tag, is_delta_table, sql_str
+from cdclake.engine.names import UnstorableNames
 from cdclake.engine.target import is_undecodable_error
 from cdclake.errors import CdcError, command, table_regex
 
@@ -319,7 +320,7 @@ class WindowApplier:
                 moved_to = (renamed_to or {}).get(entry.seq) if entry.schema is None else None
                 try:
                     self.apply_ddl(path, entry, seq, moved_to, resumed)
-                except _refusals() as exc:
+                except (*_refusals(), UnstorableNames) as exc:
                     # Delta refused the change (e.g. a column name it cannot store in this mode): the table
                     # stops here, with Delta's words, rather than the whole pipeline. Other errors (I/O,
                     # a lost executor) fail the run, which a retry finishes.
