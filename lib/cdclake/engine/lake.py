@@ -23,7 +23,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from cdclake.engine.names import target_dir
+from cdclake.engine.names import legacy_target_dir, target_dir
 from cdclake.hadoopfs import hadoop_read_text, jvm_class
 from cdclake.spark import session_conf
 
@@ -72,6 +72,12 @@ class LakeLayout:
         when a character had to be replaced or the plain form would be ambiguous (:func:`.names.target_dir`)."""
         database, _, table = source_table.partition(".")
         return f"{self.root}/{target_dir(database, table)}"
+
+    def legacy_target(self, source_table: str) -> str | None:
+        """The directory a lake made before :func:`.names.target_dir` kept the target in, if another."""
+        database, _, table = source_table.partition(".")
+        old = legacy_target_dir(database, table)
+        return None if old is None else f"{self.root}/{old}"
 
     def history(self, source_table: str) -> str:
         return history_path(self.target(source_table))

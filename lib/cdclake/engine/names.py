@@ -153,15 +153,6 @@ def renamed_columns(schema: TableSchema) -> dict[str, str]:
     return {source_name(c): c.name for c in schema.columns if SOURCE_NAME in c.attrs}
 
 
-def column_named(schema: TableSchema, name: str) -> Column | None:
-    """The column of a (lake or source) schema that a rule or expectation names by its source name."""
-    low = name.lower()
-    for c in schema.columns:
-        if source_name(c).lower() == low:
-            return c
-    return next((c for c in schema.columns if c.name.lower() == low), None)
-
-
 def field_metadata(fields: Iterable[tuple[str, Mapping[str, object]]], schema: TableSchema
                    ) -> dict[str, dict[str, object]]:
     """The field metadata a Delta table's columns (``(name, metadata)``) should have for ``schema``:
@@ -189,6 +180,16 @@ def target_dir(database: str, table: str) -> str:
     return f"{_UNSAFE_DIR.sub('_', database)}__{_UNSAFE_DIR.sub('_', table)}__{_digest(f'{database}.{table}', 8)}"
 
 
-__all__ = ["DELTA_REFUSED", "SOURCE_NAME", "UnstorableNames", "column_map", "column_named", "field_metadata",
-           "lake_column", "lake_keys", "lake_names", "lake_schema", "needs_mapping", "renamed_columns", "source_name",
-           "target_dir"]
+def legacy_target_dir(database: str, table: str) -> str | None:
+    """Where a lake made before this rule kept the table's target, when that is not :func:`target_dir`.
+
+    >>> legacy_target_dir("shop", "a b"), legacy_target_dir("shop", "orders")
+    ('shop__a_b', None)
+    """
+    old = f"{_UNSAFE_DIR.sub('_', database)}__{_UNSAFE_DIR.sub('_', table)}"
+    return None if old == target_dir(database, table) else old
+
+
+__all__ = ["DELTA_REFUSED", "SOURCE_NAME", "UnstorableNames", "column_map", "field_metadata", "lake_column",
+           "lake_keys", "lake_names", "lake_schema", "legacy_target_dir", "needs_mapping", "renamed_columns",
+           "source_name", "target_dir"]
