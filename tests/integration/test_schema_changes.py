@@ -49,6 +49,8 @@ class Group:
 
 
 MODES = ("compatible", "spark")
+COLS = "id, k, a, b, d, ts, dt, e"  # the base table's columns, as the online schema-change tools list them
+NEW = ", ".join(f"NEW.{c.strip()}" for c in COLS.split(","))
 
 
 GROUPS = [
@@ -123,11 +125,11 @@ GROUPS = [
         "ghost_changelog": "CREATE TABLE {t}_ghc (id BIGINT AUTO_INCREMENT PRIMARY KEY, hint VARCHAR(64), "
                            "value TEXT)",
         "ghost_state": "INSERT INTO {t}_ghc (hint, value) VALUES ('state', 'migrating')",
-        "ghost_chunk_1": "INSERT IGNORE INTO {t}_gho (id, k, a, b, d, ts, dt, e) SELECT id, k, a, b, d, ts, dt, e FROM {t} WHERE id BETWEEN 1 AND 2",
+        "ghost_chunk_1": f"INSERT IGNORE INTO {{t}}_gho ({COLS}) SELECT {COLS} FROM {{t}} WHERE id BETWEEN 1 AND 2",
         "ghost_write_original": "UPDATE {t} SET a = a + 100 WHERE id = 2",
-        "ghost_apply_write": "REPLACE INTO {t}_gho (id, k, a, b, d, ts, dt, e) SELECT id, k, a, b, d, ts, dt, e FROM {t} WHERE id = 2",
+        "ghost_apply_write": f"REPLACE INTO {{t}}_gho ({COLS}) SELECT {COLS} FROM {{t}} WHERE id = 2",
         "ghost_insert_original": "INSERT INTO {t} (id, k, a) VALUES (20, 20, 20)",
-        "ghost_chunk_2": "INSERT IGNORE INTO {t}_gho (id, k, a, b, d, ts, dt, e) SELECT id, k, a, b, d, ts, dt, e FROM {t} WHERE id BETWEEN 3 AND 100",
+        "ghost_chunk_2": f"INSERT IGNORE INTO {{t}}_gho ({COLS}) SELECT {COLS} FROM {{t}} WHERE id BETWEEN 3 AND 100",
         "ghost_delete_original": "DELETE FROM {t} WHERE id = 1",
         "ghost_apply_delete": "DELETE FROM {t}_gho WHERE id = 1",
         "ghost_sentry": "CREATE TABLE {t}_del (id INT AUTO_INCREMENT PRIMARY KEY) COMMENT='ghost-cut-over-sentry'",
@@ -145,15 +147,15 @@ GROUPS = [
                              "{t}_new WHERE {t}_new.id <=> OLD.id",
         "ptosc_trigger_upd": "CREATE TRIGGER pt_osc_upd AFTER UPDATE ON {t} FOR EACH ROW BEGIN DELETE IGNORE "
                              "FROM {t}_new WHERE !(OLD.id <=> NEW.id) AND {t}_new.id <=> OLD.id; REPLACE INTO "
-                             "{t}_new (id, k, a, b, d, ts, dt, e) VALUES (NEW.id, NEW.k, NEW.a, NEW.b, NEW.d, NEW.ts, NEW.dt, NEW.e); END",
+                             f"{{t}}_new ({COLS}) VALUES ({NEW}); END",
         "ptosc_trigger_ins": "CREATE TRIGGER pt_osc_ins AFTER INSERT ON {t} FOR EACH ROW REPLACE INTO {t}_new "
-                             "(id, k, a, b, d, ts, dt, e) VALUES (NEW.id, NEW.k, NEW.a, NEW.b, NEW.d, NEW.ts, NEW.dt, NEW.e)",
-        "ptosc_chunk_1": "INSERT LOW_PRIORITY IGNORE INTO {t}_new (id, k, a, b, d, ts, dt, e) SELECT id, k, a, b, d, ts, dt, e FROM {t} FORCE INDEX(PRIMARY) "
-                         "WHERE id >= 1 AND id <= 2 LOCK IN SHARE MODE",
+                             f"({COLS}) VALUES ({NEW})",
+        "ptosc_chunk_1": f"INSERT LOW_PRIORITY IGNORE INTO {{t}}_new ({COLS}) SELECT {COLS} FROM {{t}} "
+                         "FORCE INDEX(PRIMARY) WHERE id >= 1 AND id <= 2 LOCK IN SHARE MODE",
         "ptosc_write_original": "UPDATE {t} SET a = a + 1 WHERE id IN (2, 10)",
         "ptosc_insert_original": "INSERT INTO {t} (id, k) VALUES (21, 21), (22, 22)",
-        "ptosc_chunk_2": "INSERT LOW_PRIORITY IGNORE INTO {t}_new (id, k, a, b, d, ts, dt, e) SELECT id, k, a, b, d, ts, dt, e FROM {t} FORCE INDEX(PRIMARY) "
-                         "WHERE id >= 3 LOCK IN SHARE MODE",
+        "ptosc_chunk_2": f"INSERT LOW_PRIORITY IGNORE INTO {{t}}_new ({COLS}) SELECT {COLS} FROM {{t}} "
+                         "FORCE INDEX(PRIMARY) WHERE id >= 3 LOCK IN SHARE MODE",
         "ptosc_delete_original": "DELETE FROM {t} WHERE id = 21",
         "ptosc_analyze": "ANALYZE TABLE {t}_new",
         "ptosc_swap": "RENAME TABLE {t} TO {t}_old, {t}_new TO {t}",
@@ -200,9 +202,9 @@ GROUPS = [
     Group("partitions", {
         "partition_by": "ALTER TABLE {t} PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (3), PARTITION p1 "
                         "VALUES LESS THAN (20), PARTITION p2 VALUES LESS THAN MAXVALUE)",
-        "partition_by_after_clause": "ALTER TABLE {t} ADD COLUMN pc INT DEFAULT 3 PARTITION BY RANGE (id) (PARTITION p0 "
-                                     "VALUES LESS THAN (3), PARTITION p1 VALUES LESS THAN (20), PARTITION p2 VALUES "
-                                     "LESS THAN MAXVALUE)",
+        "partition_by_after_clause": "ALTER TABLE {t} ADD COLUMN pc INT DEFAULT 3 PARTITION BY RANGE (id) "
+                                     "(PARTITION p0 VALUES LESS THAN (3), PARTITION p1 VALUES LESS THAN (20), "
+                                     "PARTITION p2 VALUES LESS THAN MAXVALUE)",
         "partition_reorganize": "ALTER TABLE {t} REORGANIZE PARTITION p2 INTO (PARTITION p2 VALUES LESS THAN "
                                 "(1000), PARTITION p3 VALUES LESS THAN MAXVALUE)",
         "partition_truncate": "ALTER TABLE {t} TRUNCATE PARTITION p0",

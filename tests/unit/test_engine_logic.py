@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from cdclake.config import load_config_text
-from cdclake.engine.apply import barriers, rename_seqs, states_after
+from cdclake.engine.apply import SchemaChangeRefused, WindowApplier, barriers, rename_seqs, states_after
 from cdclake.engine.assembler import EventRow, TransactionAssembler
 from cdclake.engine.control import (
     TABLE_DROPPED,
@@ -209,6 +209,29 @@ def test_barriers_below_the_tables_position_are_done_already() -> None:
 def test_a_rename_statement_is_where_tables_trade_rows() -> None:
     ddl = [_entry(1, "db.a", 10, T1, 1, renamed_from="db.z"), _entry(2, "db.z", 20, T1, 1, renamed_from="db.y")]
     assert rename_seqs(ddl) == {10, 20}
+
+
+def test_a_change_the_lake_refuses_parks_its_table_and_a_retry_cure_does_not() -> None:
+    entry = _entry(1, "db.t", 10, T1, 1)
+
+    def refused() -> None:
+        raise ValueError("[DELTA_SOMETHING] the table cannot take it")
+
+    with pytest.raises(SchemaChangeRefused, match="cannot take it"):
+        WindowApplier._refused_parks(entry, refused)
+    for error in (CdcError("a window is unfinished", "run mine"), OSError("storage gone")):
+        def fails(error: Exception = error) -> None:
+            raise error
+
+        with pytest.raises(type(error)):
+            WindowApplier._refused_parks(entry, fails)
+
+
+def test_a_swap_leaves_both_tables_streaming() -> None:
+    states = {t: _state(t, 3) for t in ("db.a", "db.b")}
+    ddl = [_entry(1, "db.a", 10, T1, 5, renamed_from="db.b"), _entry(2, "db.b", 10, T1, 5, renamed_from="db.a")]
+    out = states_after(states, ddl, Pos(40), 5, 1.0)
+    assert {t: s.status for t, s in out.items()} == {"db.a": TABLE_STREAMING, "db.b": TABLE_STREAMING}
 
 
 def test_states_after_a_window_follow_its_ddl() -> None:

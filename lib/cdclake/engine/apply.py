@@ -21,6 +21,7 @@ from cdclake.engine.events import META_SEQ, SEQ_SPAN
 from cdclake.engine.faults import crash_point
 from cdclake.engine.history import CREATED, PARKED, REREAD, HistoryEntry, before_window, latest_per_table, window_ddl
 from cdclake.engine.lake import commit_tag, delta_ref, is_delta_table, sql_str
+from cdclake.engine.names import UnstorableNames
 from cdclake.engine.target import is_undecodable_error
 from cdclake.errors import CdcError, command, table_regex
 from cdclake.hadoopfs import hadoop_delete, hadoop_read_text, hadoop_write_text
@@ -374,6 +375,8 @@ class WindowApplier:
 
         try:
             change()
+        except UnstorableNames as exc:  # names no Delta table can hold side by side: this table only
+            raise SchemaChangeRefused(entry.position, exc.problem) from exc
         except (CdcError, OSError):
             raise  # cdclake's own problem and fix, or storage gone: a retry, not a park
         except Exception as exc:

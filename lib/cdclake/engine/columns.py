@@ -29,6 +29,7 @@ import orjson
 
 from cdclake.engine.history import HistoryEntry
 from cdclake.engine.lake import quote
+from cdclake.engine.names import source_name
 from cdclake.errors import ConfigError
 from cdclake.schema import RowKey, TableSchema
 from cdclake.spi import FILL, KIND_CHANGE, KIND_ERROR, KIND_PIECE, KIND_UNDO, UNAVAILABLE_KEY, UNLOGGED, Ddl, TypeMapper
@@ -130,7 +131,8 @@ class ColumnPolicy:
         source's log never carries (:data:`~cdclake.spi.UNLOGGED`: no change would keep them exact;
         compute them downstream)."""
         rules = self.rules(schema.qualified_name)
-        kept = [c for c in schema.columns if not c.attrs.get(UNLOGGED) and (rules is None or rules.landed(c.name))]
+        kept = [c for c in schema.columns
+                if not c.attrs.get(UNLOGGED) and (rules is None or rules.landed(source_name(c)))]
         return schema if len(kept) == len(schema.columns) else schema.with_columns(kept)
 
     def check_table(self, schema: TableSchema, key: RowKey, warn_unknown: bool = True) -> None:
@@ -303,7 +305,7 @@ class ColumnPolicy:
     def initial_value_sql(self, spark: SparkSession, table: str, column: Column, sql: str | None) -> str | None:
         """The value rows older than an added masked column get, masked (``sql``: the unmasked one)."""
         rules = self.rules(table)
-        rule = rules.mask(column.name) if rules else None
+        rule = rules.mask(source_name(column)) if rules else None  # (a lake schema's column: names.py)
         if rule is None or sql is None or column.attrs.get(MASKED_DEFAULT):
             return sql
         value = spark.sql(f"SELECT CAST({sql} AS STRING) AS v").first()[0]  # a literal or current_timestamp()

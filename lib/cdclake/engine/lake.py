@@ -2,7 +2,8 @@
 
 Layout under ``lake.root/<pipeline>/``::
 
-    <database>__<table>/          one target table per source table (change data feed on)
+    <database>__<table>/          one target table per source table (change data feed on; names.py:
+                                  a hash is appended to an odd or ambiguous name)
     _cdclake/bronze/              raw change log, append-only
     _cdclake/checkpoints/         window and per-table positions
     _cdclake/schema_history/      every DDL with its position and resulting schema
@@ -19,17 +20,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from cdclake.engine.names import legacy_target_dir, target_dir
 from cdclake.hadoopfs import hadoop_read_text, jvm_class
 from cdclake.spark import session_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9_\-]")
 
 # ``lake.table_features``: which Delta table features targets (and their history tables) are made with.
 COMPATIBLE, SPARK = "compatible", "spark"
@@ -69,8 +68,16 @@ class LakeLayout:
         self.pipeline = pipeline
 
     def target(self, source_table: str) -> str:
+        """The target's directory: ``<database>__<table>``, with a hash of the source name appended only
+        when a character had to be replaced or the plain form would be ambiguous (:func:`.names.target_dir`)."""
         database, _, table = source_table.partition(".")
-        return f"{self.root}/{_UNSAFE.sub('_', database)}__{_UNSAFE.sub('_', table)}"
+        return f"{self.root}/{target_dir(database, table)}"
+
+    def legacy_target(self, source_table: str) -> str | None:
+        """The directory a lake made before :func:`.names.target_dir` kept the target in, if another."""
+        database, _, table = source_table.partition(".")
+        old = legacy_target_dir(database, table)
+        return None if old is None else f"{self.root}/{old}"
 
     def history(self, source_table: str) -> str:
         return history_path(self.target(source_table))
@@ -133,6 +140,13 @@ class LakeLayout:
 def history_path(target_path: str) -> str:
     """The SCD type 2 history table beside a target (``lake.history_tables``)."""
     return target_path + "__history"
+
+
+def delta_refusals() -> tuple[type[Exception], ...]:
+    """The errors by which Delta refuses a table or a change to it (pyspark loads only once one happens)."""
+    from pyspark.errors import AnalysisException, IllegalArgumentException, UnsupportedOperationException
+
+    return (AnalysisException, IllegalArgumentException, UnsupportedOperationException)
 
 
 def quote(name: str) -> str:
@@ -217,6 +231,36 @@ def commit_tags(spark: SparkSession, path: str) -> list[tuple[int, str, dict[str
                 tag = None  # someone else's metadata
         out.append((int(r.version), r.operation, tag if isinstance(tag, dict) else None))
     return sorted(out)
+
+
+def set_field_metadata(spark: SparkSession, path: str,
+                       change: Callable[[list[tuple[str, dict[str, Any]]]], dict[str, dict[str, Any]]]) -> bool:
+    """Give top-level fields of the Delta table at ``path`` new field metadata, in one metadata-only commit
+    (operation ``UPDATE SCHEMA``); ``change`` gets every field's ``(name, metadata)`` and returns the new
+    metadata of those that change. No commit (False) when nothing changes. Delta's SQL cannot set a field's
+    metadata (only a comment), hence the transaction API; a column mapping's own keys are kept as given."""
+    log = jvm_class(spark, "org.apache.spark.sql.delta.DeltaLog").forTable(spark._jsparkSession, path)  # noqa: SLF001
+    txn = log.startTransaction()
+    metadata = txn.metadata()
+    before = metadata.schemaString()
+    schema = json.loads(before)
+    changes = change([(f["name"], dict(f.get("metadata") or {})) for f in schema["fields"]])
+    if not changes:
+        return False
+    for f in schema["fields"]:
+        if f["name"] in changes:
+            f["metadata"] = changes[f["name"]]
+    after = json.dumps(schema)
+    txn.updateMetadata(metadata.copy(metadata.id(), metadata.name(), metadata.description(), metadata.format(), after,
+                                     metadata.partitionColumns(), metadata.configuration(), metadata.createdTime()),
+                       False)
+    jvm = spark._jvm  # noqa: SLF001
+    data_type = jvm_class(spark, "org.apache.spark.sql.types.DataType")
+    operation = getattr(jvm, "org.apache.spark.sql.delta.DeltaOperations$UpdateSchema")(
+        data_type.fromJson(before), data_type.fromJson(after))
+    no_actions = jvm.scala.jdk.javaapi.CollectionConverters.asScala(jvm.java.util.ArrayList()).toSeq()
+    txn.commit(no_actions, operation)
+    return True
 
 
 def read_delta(spark: SparkSession, path: str) -> DataFrame:

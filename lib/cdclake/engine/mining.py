@@ -41,9 +41,9 @@ from cdclake.engine.events import BRONZE_COLUMNS, BRONZE_DDL, SEQ_SPAN
 from cdclake.engine.faults import crash_point
 from cdclake.engine.history import HistoryEntry, entries_for_ddl, registry_before
 from cdclake.engine.inflight import ABANDONED, InflightBuffer, WindowCounts
-from cdclake.engine.lake import local_frame
+from cdclake.engine.lake import is_delta_table, local_frame
 from cdclake.engine.quality import QualityChecks
-from cdclake.errors import CdcError, TablesParkedError
+from cdclake.errors import CdcError, TablesParkedError, command, table_regex
 from cdclake.hadoopfs import hadoop_delete
 from cdclake.spi import (
     KIND_CHANGE,
@@ -157,6 +157,7 @@ def mine(ctx: PipelineContext, report: RunReport, max_events: int | None,
     quality.check_config()
     all_states = ctx.control.table_states()
     states = live_states(all_states, ctx.name)
+    check_moved_targets(ctx, states)
     ctx.tell_positions(all_states)
     window = ctx.control.last_window()
     if window_open(window):
@@ -212,6 +213,23 @@ def known_rows(marker: dict[str, Any] | None) -> dict[str, int] | None:
     if not marker or marker.get("truncates") != 0 or marker.get("partial") is not False:
         return None
     return {str(t): int(n) for t, n in (marker.get("rows_by_table") or {}).items()}
+
+
+def check_moved_targets(ctx: PipelineContext, states: dict[str, TableState]) -> None:
+    """Refuse to mine into a new, empty target while the rows of a table with an odd name are still in the
+    directory a lake made before the naming rule (docs/schema-changes.md, "Names") kept them in."""
+    for table, state in sorted(states.items()):
+        old = ctx.layout.legacy_target(table)
+        if state.status != TABLE_STREAMING or old is None:
+            continue
+        new = ctx.layout.target(table)
+        if is_delta_table(ctx.spark, old) and not is_delta_table(ctx.spark, new):
+            raise CdcError(
+                f"the target of {table} is in {old}, where earlier versions kept it; its directory is {new} now "
+                "(a name with a character replaced gets a hash of the source name, so no two tables share one)",
+                f"re-snapshot the table ({command('snapshot', '--tables', table_regex(table), '--force')}), or "
+                f"move {old} (and its __history table, if any) to {new} when no other table of the lake was "
+                "mapped to the same directory", permanent=True)
 
 
 def stop_on_parked(states: dict[str, TableState]) -> None:

@@ -52,10 +52,12 @@ from cdclake.engine.lake import (
     read_delta,
     sql_str,
 )
+from cdclake.engine.names import lake_keys, source_name
 from cdclake.errors import CdcError, ConfigError, command
 from cdclake.schema import TableSchema
 
 if TYPE_CHECKING:
+    from pyspark.sql import Column as SparkColumn
     from pyspark.sql import DataFrame, SparkSession
 
     from cdclake.config import ExpectationOptions, PipelineConfig, QualityOptions
@@ -365,13 +367,26 @@ class QualityGate:
 
     def __init__(self, spark: SparkSession, layout: LakeLayout, config: PipelineConfig,
                  key_columns: Callable[[TableSchema], list[str]], soft_deletes: bool,
-                 lake_schema: Callable[[TableSchema], TableSchema] | None = None) -> None:
+                 lake_schema: Callable[[TableSchema], TableSchema] | None = None,
+                 delta_schema: Callable[[TableSchema], TableSchema] | None = None) -> None:
         self.spark = spark
         self.layout = layout
         self.config = config
         self.key_columns = key_columns
         self.lake_schema = lake_schema or (lambda schema: schema)  # the columns the lake holds
+        # ... under their Delta names (names.py); the gate reads them under their source names
+        self.delta_schema = delta_schema or self.lake_schema
         self.soft = soft_deletes
+
+    def _as_source(self, schema: TableSchema, keys: list[str]) -> tuple[list[SparkColumn], list[SparkColumn]]:
+        """Select lists reading a target's columns, and its key columns, under their source names: what
+        expectations, results and messages name."""
+        from pyspark.sql import functions as F
+
+        delta = self.delta_schema(schema)
+        columns = [F.col(quote(c.name)).alias(source_name(c)) for c in delta.columns]
+        key_columns = [F.col(quote(d)).alias(k) for k, d in zip(keys, lake_keys(delta, keys), strict=True)]
+        return columns, key_columns
 
     def check_window(self, window_id: int, schemas: dict[str, TableSchema],
                      rows_by_table: dict[str, int]) -> list[CheckResult]:
@@ -386,15 +401,16 @@ class QualityGate:
             if not is_delta_table(self.spark, path):
                 continue
             keys = self.key_columns(schema)
+            columns, key_columns = self._as_source(schema, keys)
             schema = self.lake_schema(schema)
             target = read_delta(self.spark, path)
             written = target.where(f"`{META_WINDOW}` = {int(window_id)}")
-            changed = self._live(written).select(*[F.col(quote(c)) for c in schema.column_names])
-            changed_keys = written.select(*[F.col(quote(k)) for k in keys]).distinct()
+            changed = self._live(written).select(*columns)
+            changed_keys = written.select(*key_columns).distinct()
             if rows_by_table.get(table, 0) <= BROADCAST_KEYS:
                 changed_keys = F.broadcast(changed_keys)
             # Every target row of a changed key, deleted or not: a key held twice is a broken table.
-            of_keys = target.select(*[F.col(quote(k)) for k in keys]).join(changed_keys, keys, "left_semi")
+            of_keys = target.select(*key_columns).join(changed_keys, keys, "left_semi")
             frames = {CHANGED: changed.persist(StorageLevel.MEMORY_AND_DISK),
                       KEYS: of_keys.persist(StorageLevel.MEMORY_AND_DISK)}
             try:
@@ -408,14 +424,12 @@ class QualityGate:
     def check_table(self, schema: TableSchema, where: str | None = None) -> list[CheckResult]:
         """Check a whole target table (after a snapshot or a rebuild), or its rows matching ``where``
         (after a key-range backfill); keys are checked unique across the whole table either way."""
-        from pyspark.sql import functions as F
-
         keys = self.key_columns(schema)
+        columns, key_columns = self._as_source(schema, keys)
         schema = self.lake_schema(schema)
         target = read_delta(self.spark, self.layout.target(schema.qualified_name))
-        rows = self._live(target) if where is None else self._live(target).where(where)
-        frames = {CHANGED: rows.select(*[F.col(quote(c)) for c in schema.column_names]),
-                  KEYS: target.select(*[F.col(quote(k)) for k in keys])}
+        rows = self._live(target).select(*columns)  # ``where`` names source columns
+        frames = {CHANGED: rows if where is None else rows.where(where), KEYS: target.select(*key_columns)}
         return validate(self.spark, schema.qualified_name, frames, table_specs(self.config, schema, keys),
                         self.config.quality.unexpected_sample)
 
@@ -502,7 +516,7 @@ class QualityChecks:
         self.ctx = ctx
         self.config = ctx.config
         self.gate = (QualityGate(ctx.spark, ctx.layout, ctx.config, ctx.key_columns, ctx.targets.soft,
-                                 ctx.columns.lake_schema)
+                                 ctx.columns.lake_schema, ctx.targets.lake_schema)
                      if ctx.config.quality.enabled else None)
 
     def check_config(self) -> None:

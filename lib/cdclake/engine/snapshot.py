@@ -9,17 +9,20 @@ A snapshot asks the source for a low-watermark and the tables' schemas there
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from cdclake.engine.control import TABLE_SNAPSHOTTING, TABLE_STREAMING, TableState
+from cdclake.engine.apply import parked_detail
+from cdclake.engine.control import TABLE_PARKED, TABLE_SNAPSHOTTING, TABLE_STREAMING, TableState
 from cdclake.engine.events import snapshot_seq
 from cdclake.engine.history import HistoryEntry
-from cdclake.engine.lake import commit_tag, is_delta_table
+from cdclake.engine.lake import commit_tag, delta_refusals, is_delta_table
 from cdclake.engine.mining import window_open
+from cdclake.engine.names import UnstorableNames
 from cdclake.engine.quality import QualityChecks, gate_error
-from cdclake.errors import CdcError, SnapshotDeferredError
+from cdclake.errors import CdcError, SnapshotDeferredError, TablesParkedError
 from cdclake.progress import step as progress_step
 
 if TYPE_CHECKING:
@@ -28,6 +31,8 @@ if TYPE_CHECKING:
     from cdclake.schema import TableSchema
     from cdclake.spi import SnapshotStart
 
+
+log = logging.getLogger(__name__)
 
 # Tables written by a snapshot are recorded streaming at least this often: a snapshot killed half-way
 # reads again the tables still ``snapshotting``, at a new position (their targets are replaced whole).
@@ -87,6 +92,7 @@ def _snapshot_tables(ctx: PipelineContext, report: RunReport, start: SnapshotSta
         for i, t in enumerate(todo)
     ])
     quality_failures: list[Any] = []
+    parked: list[TableState] = []  # tables Delta refused (recorded parked: the remedy re-reads them alone)
     written: list[TableState] = []  # streaming from here on; recorded together (each record is a Delta commit)
     recorded_at = time.monotonic()
     try:
@@ -94,7 +100,15 @@ def _snapshot_tables(ctx: PipelineContext, report: RunReport, start: SnapshotSta
         for t in sorted(todo, key=lambda t: t not in start.held):
             progress_step(f"snapshot {t}")  # names the terminal progress bar's step (no-op without one)
             schema = start.schemas[t]
-            report.rows_by_table[t] = _write_target(ctx, t, schema, seq, pos.describe(), replaces=t in states)
+            try:
+                report.rows_by_table[t] = _write_target(ctx, t, schema, seq, pos.describe(), replaces=t in states)
+            except (*delta_refusals(), UnstorableNames) as exc:  # only this table stops; the others are read
+                source.end_snapshot_read(t)
+                reason = f"the snapshot could not be written: {_first_line(exc)}"
+                log.error("snapshot: %s is parked: %s", t, reason)
+                parked.append(TableState(t, TABLE_PARKED, pos.to_dict(), pos.ordinal, None, None,
+                                         parked_detail(t, pos.describe(), reason)))
+                continue
             source.end_snapshot_read(t)
             written.append(TableState(t, TABLE_STREAMING, pos.to_dict(), pos.ordinal, None, None,
                                       {"snapshot_position": pos.describe(), "as_of": time.time(),
@@ -105,15 +119,25 @@ def _snapshot_tables(ctx: PipelineContext, report: RunReport, start: SnapshotSta
             if ctx.config.quality.after_snapshot:
                 quality_failures += quality.check_table(report.run_id, schema, None, "snapshot")
     except Exception:
-        if written:  # the tables written before the error are not read again
-            control.set_tables(written, report.run_id)
+        if written or parked:  # the tables written before the error are not read again
+            control.set_tables(written + parked, report.run_id)
         raise
-    if written:
-        control.set_tables(written, report.run_id)
+    if written or parked:
+        control.set_tables(written + parked, report.run_id)
     report.tables = todo
     report.start = report.end = pos.describe()
     if quality_failures:
         raise gate_error(quality_failures, "after the snapshot", ctx.layout.quality, after="snapshot")
+    if parked:
+        raise TablesParkedError(
+            "; ".join(f"{s.table} is parked: {s.detail['parked_reason']}" for s in parked)
+            + " (the other tables were snapshotted and stream on)",
+            "; ".join(str(s.detail["remedy"]) for s in parked))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:500] if text else type(exc).__name__
 
 
 def _write_target(ctx: PipelineContext, table: str, schema: TableSchema, seq: int, position: str,

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from cdclake.engine.control import TABLE_PARKED, TABLE_STREAMING
 from cdclake.engine.lake import is_delta_table, read_delta
 from cdclake.engine.lakeview import LakeView
+from cdclake.engine.names import renamed_columns
 from cdclake.errors import CdcError
 from cdclake.spi.logrows import KIND_CHANGE, KIND_PIECE
 from cdclake.spi.source import PENDING_SCAN_EVENTS, PendingChanges
@@ -43,6 +44,7 @@ from cdclake.spi.source import PENDING_SCAN_EVENTS, PendingChanges
 if TYPE_CHECKING:
     from cdclake.engine.context import PipelineContext
     from cdclake.engine.control import TableState
+    from cdclake.schema import TableSchema
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], float]
@@ -81,6 +83,8 @@ def status_report(ctx: PipelineContext, clock: Clock = time.time, max_events: in
             "window_id": s.window_id,
             # what identifies a row: primary key, NOT NULL unique key, key_columns, or none (a multiset)
             "row_key": ctx.row_key(schemas[table]).describe() if table in schemas else None,
+            # columns whose source name Delta cannot store in this lake: source name -> Delta column (names.py)
+            "renamed_columns": _renamed_columns(ctx, schemas.get(table)),
             "rows": count,
             # a parked table: where and why its capture stopped, and the command that brings it back
             "parked": {k: s.detail.get(k) for k in ("parked_at", "parked_reason", "remedy")}
@@ -188,6 +192,16 @@ def describe(entry: Mapping[str, Any]) -> str:
     if entry.get("lag_at_most_s") is not None:
         return f"at most {entry['lag_at_most_s']} s{f' ({note})' if note else ''}"
     return f"unknown{f' ({note})' if note else ''}"
+
+
+def _renamed_columns(ctx: PipelineContext, schema: TableSchema | None) -> dict[str, str] | None:
+    """Source name -> Delta name of the columns that land under another name (none: None)."""
+    if schema is None:
+        return None
+    try:
+        return renamed_columns(ctx.targets.lake_schema(schema)) or None
+    except CdcError:  # no Delta names at all (columns differing only by case): the table is parked
+        return None
 
 
 def _target_rows(ctx: PipelineContext, path: str) -> int | None:

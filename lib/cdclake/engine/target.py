@@ -40,6 +40,7 @@ from cdclake.engine.faults import crash_point
 from cdclake.engine.lake import (
     COMPATIBLE,
     FEATURE_PROPERTIES,
+    SPARK,
     commit_metric,
     commit_tag,
     delta_ref,
@@ -47,9 +48,12 @@ from cdclake.engine.lake import (
     idempotent_write,
     is_delta_table,
     quote,
+    set_field_metadata,
     sql_str,
     table_version,
 )
+from cdclake.engine.names import SOURCE_NAME, field_metadata, lake_keys, lake_names, source_name
+from cdclake.engine.names import lake_schema as delta_named
 from cdclake.errors import CdcError, command, table_regex
 from cdclake.hadoopfs import hadoop_delete, hadoop_fs, hadoop_list
 from cdclake.schema import Column, TableSchema
@@ -70,14 +74,31 @@ _BRONZE_TO_META = [f"{col} AS `{meta}`" for col, meta in _BRONZE_META_PAIRS]
 
 
 def _canonical_ddl(types: TypeMapper, columns: list[Column]) -> str:
-    return ", ".join(f"{quote(c.name)} {types.canonical_type(c)}" for c in columns)
+    """The canonical columns of a change image, by their source names (the image's keys)."""
+    return ", ".join(f"{quote(source_name(c))} {types.canonical_type(c)}" for c in columns)
+
+
+def _decoded(types: TypeMapper, json_col: str, columns: list[Column], extra: str = "") -> str:
+    """SQL decoding a JSON image (keys: source names) into a struct whose fields are the Delta names of
+    ``columns`` (``extra``: more fields, in DDL); a struct cast renames fields by position."""
+    ddl = _canonical_ddl(types, columns) + extra
+    decoded = f"from_json({json_col}, '{sql_str(ddl)}')"
+    if all(SOURCE_NAME not in c.attrs for c in columns):
+        return decoded
+    fields = [f"{quote(c.name)}: {types.canonical_type(c)}" for c in columns]
+    if extra:
+        fields.append(f"{quote(UNAVAILABLE_KEY)}: ARRAY<STRING>")
+    return f"CAST({decoded} AS STRUCT<{', '.join(fields)}>)"
 
 
 def typed_select(types: TypeMapper, schema: TableSchema, struct: str | None = None) -> list[str]:
-    """Spark SQL select list turning canonical values (top-level or in ``struct``) into Delta types."""
+    """Spark SQL select list turning canonical values (top-level or in ``struct``) into Delta types.
+
+    Top-level canonical columns are those the source read: named by source names (:func:`.names.source_name`);
+    a decoded image's fields have the Delta names already (:func:`_decoded`)."""
     out = []
     for c in schema.columns:
-        ref = f"{struct}.{quote(c.name)}" if struct else quote(c.name)
+        ref = f"{struct}.{quote(c.name)}" if struct else quote(source_name(c))
         out.append(f"{types.to_delta_sql(c, ref)} AS {quote(c.name)}")
     return out
 
@@ -137,6 +158,22 @@ class TargetTables:
             meta += f", `{VALID_TO}` DECIMAL(38,0)"
         return f"{cols}, {meta}" if cols else meta
 
+    def lake_schema(self, schema: TableSchema) -> TableSchema:
+        """``schema`` as its Delta table holds it: the columns the column rules land, under the names Delta
+        can store in the lake's mode (:mod:`.names`: the one mapping of every path). Idempotent."""
+        return delta_named(self.columns.lake_schema(schema), self.features == SPARK)
+
+    def _keys(self, schema: TableSchema, key_columns: list[str]) -> list[str]:
+        """Key columns (named by the source) as the Delta columns of ``schema`` (a lake schema)."""
+        return lake_keys(schema, key_columns)
+
+    def _label_columns(self, path: str, schema: TableSchema, stale: bool = False) -> None:
+        """Keep each renamed column's source name in its Delta field metadata (:data:`.names.SOURCE_NAME`),
+        and none on a column that lands under its own name: one metadata commit, only if something differs.
+        A table none of whose columns is renamed is not looked at, unless a label may be ``stale`` (a rename)."""
+        if stale or any(SOURCE_NAME in c.attrs for c in schema.columns):
+            set_field_metadata(self.spark, path, lambda fields: field_metadata(fields, schema))
+
     @property
     def features(self) -> str:
         """The table-features mode new tables are made in (``compatible`` or ``spark``)."""
@@ -155,7 +192,7 @@ class TargetTables:
     def create(self, path: str, schema: TableSchema, replace: bool = False) -> None:
         """Make the target (and its history table); ``replace``: empty it with ``schema``, keeping the
         table features it was made with (a table is never converted to another mode behind the user's back)."""
-        schema = self.columns.lake_schema(schema)
+        schema = self.lake_schema(schema)
         verb = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE IF NOT EXISTS"
         tables = [(path, False)] + ([(history_path(path), True)] if self.keep_history else [])
         props = ", ".join(f"'{k}' = '{v}'" for k, v in self.properties.items())
@@ -170,6 +207,7 @@ class TargetTables:
                 f"{verb} {delta_ref(table)} ({self._columns_ddl(schema, history)}) USING delta"
                 + ("" if keep else f" TBLPROPERTIES ({props})")
             )
+            self._label_columns(table, schema, stale=keep)
 
     def _reshape_for_replace(self, path: str, columns_ddl: str) -> None:
         """Delta replaces a path table only with its own schema: one about to be emptied for other
@@ -245,14 +283,28 @@ class TargetTables:
         source gave existing rows. ``resumed``: a run may have been killed half-way through this change
         (else no rewrite can be pending, and its lookup in the table's history is saved).
         """
-        new = self.columns.lake_schema(new)
+        new = self.lake_schema(new)
         if not is_delta_table(self.spark, path):
             self.create(path, new)
             return
+        column_renames = self._lake_renames(path, new, column_renames)
         self._evolve_one(path, new, column_renames, f"{META_SEQ} < {ddl_seq}", resumed)
+        self._label_columns(path, new, stale=bool(column_renames))
         if self.keep_history:
             self._evolve_one(history_path(path), new, column_renames, f"{META_SEQ} < {ddl_seq} AND {VALID_TO} IS NULL",
                              resumed)
+            self._label_columns(history_path(path), new, stale=bool(column_renames))
+
+    def _lake_renames(self, path: str, new: TableSchema, column_renames: dict[str, str]) -> dict[str, str]:
+        """A DDL's column renames (source names) as renames of the target's Delta columns: the old column
+        as the target holds it (its field metadata names its source column), the new one as ``new`` has it."""
+        if not column_renames:
+            return column_renames
+        fields = self.spark.read.format("delta").load(path).schema.fields
+        held = {str(f.metadata.get(SOURCE_NAME, f.name)).lower(): f.name for f in fields}
+        wanted = {k.lower(): v for k, v in lake_names(new).items()}
+        return {held.get(old.lower(), old): wanted.get(new_name.lower(), new_name)
+                for old, new_name in column_renames.items()}
 
     def _evolve_one(self, path: str, new: TableSchema, column_renames: dict[str, str], existing_rows: str,
                     resumed: bool) -> None:
@@ -423,7 +475,7 @@ class TargetTables:
     def write_snapshot(self, path: str, schema: TableSchema, canonical: DataFrame, seq: int, position: str) -> int:
         """Replace the target with snapshot rows (``__op = 'r'``, all at the snapshot sequence); the number of
         rows written (from the commit's metrics: the rows are not read again to count them)."""
-        schema = self.columns.lake_schema(schema)
+        schema = self.lake_schema(schema)
         self.create(path, schema, replace=True)
         typed = self._read_rows(schema, canonical, seq, position)
         if self.soft:
@@ -450,7 +502,8 @@ class TargetTables:
         rows matching ``where`` that the source no longer has are deleted if written before ``seq``.
         Idempotent per ``app_id``.
         """
-        schema = self.columns.lake_schema(schema)
+        schema = self.lake_schema(schema)
+        key_columns = self._keys(schema, key_columns)
         cols = schema.column_names + _META
         read = self._read_rows(schema, canonical, seq, position)
         upserts = read.limit(0) if truncated_later else read.join(removed_later, key_columns, "left_anti")
@@ -494,7 +547,7 @@ class TargetTables:
         ``seq``, plus what the applied changes after ``seq`` (``later``: bronze rows up to the table's
         position) added to or took from that range. The caller has the pipeline lock and mining past
         ``seq``; one idempotent MERGE."""
-        schema = self.columns.lake_schema(schema)
+        schema = self.lake_schema(schema)
         cols = schema.column_names + _META
         read = self._read_rows(schema, canonical, seq, position).withColumn("__n", F.lit(0))
         parsed = self._parsed(later, schema, [])
@@ -543,7 +596,8 @@ class TargetTables:
 
     def removed_keys(self, events: DataFrame, schema: TableSchema, key_columns: list[str]) -> DataFrame:
         """Keys that bronze change rows take away: deletes, and the old key of key-changing updates."""
-        schema = self.columns.lake_schema(schema)
+        schema = self.lake_schema(schema)
+        key_columns = self._keys(schema, key_columns)
         moved = " OR ".join(f"NOT (a.{quote(k)} <=> b.{quote(k)})" for k in key_columns)
         return self._parsed(events, schema, key_columns, before_keys_only=True).where(
             f"op = 'd' OR (op = 'u' AND b IS NOT NULL AND ({moved}))").selectExpr(
@@ -571,7 +625,8 @@ class TargetTables:
         (:func:`is_undecodable_error`), before anything commits."""
         from pyspark import StorageLevel
 
-        schema = self.columns.lake_schema(schema)
+        schema = self.lake_schema(schema)
+        key_columns = self._keys(schema, key_columns)
         # A hard delete and a key change take only the key from the before image: the rest is not decoded.
         decoded = self._parsed(events, schema, key_columns,
                                before_keys_only=bool(key_columns) and not self.soft and not self.keep_history)
@@ -592,13 +647,13 @@ class TargetTables:
         """The images decoded (``b``, ``a``) with ``__bad`` (does not decode, or a null key) and
         ``__partial`` (the after image lists unavailable columns). ``before_keys_only``: ``b`` holds the key
         columns only (so only they are checked)."""
-        canon = _canonical_ddl(self.types, schema.columns)
         omit = self.images_may_omit_columns
-        canon_a = canon + (f", `{UNAVAILABLE_KEY}` ARRAY<STRING>" if omit else "")
-        canon_b = _canonical_ddl(self.types, [schema.column(k) for k in key_columns]) if before_keys_only else canon
+        before_columns = [schema.column(k) for k in key_columns] if before_keys_only else schema.columns
+        unavailable = f", `{UNAVAILABLE_KEY}` ARRAY<STRING>" if omit else ""
         parsed = events.selectExpr(
             "window_id", "source_table", "op", "seq", "position", "txid", "commit_ts", "before", "after",
-            f"from_json(before, '{sql_str(canon_b)}') AS b", f"from_json(after, '{sql_str(canon_a)}') AS a",
+            f"{_decoded(self.types, 'before', before_columns)} AS b",
+            f"{_decoded(self.types, 'after', schema.columns, unavailable)} AS a",
         )
         broken = ["(after IS NOT NULL AND a IS NULL)", "(before IS NOT NULL AND b IS NULL)"]
         if schema.primary_key:  # a key that decodes to null cannot be merged
@@ -611,7 +666,8 @@ class TargetTables:
     def undecodable(self, events: DataFrame | ParsedChanges, schema: TableSchema, key_columns: list[str]
                     ) -> DataFrame:
         """Bronze rows whose images do not decode with ``schema`` (dead-letter rows, with a reason)."""
-        schema = self.columns.lake_schema(schema)
+        schema = self.lake_schema(schema)
+        key_columns = self._keys(schema, key_columns)
         frame = (events.decoded or events.frame) if isinstance(events, ParsedChanges) else self._parsed(
             events, schema, key_columns)
         return frame.where("__bad").selectExpr(
@@ -631,7 +687,8 @@ class TargetTables:
     ) -> None:
         """MERGE bronze change rows (op, seq, position, txid, commit_ts, window_id, before, after), or
         the same rows already decoded by :meth:`parse_changes`."""
-        schema = self.columns.lake_schema(schema)
+        schema = self.lake_schema(schema)
+        key_columns = self._keys(schema, key_columns)
         parsed = events if isinstance(events, ParsedChanges) else self.parse_changes(events, schema, key_columns)
         if not key_columns:
             self._merge_multiset(path, schema, parsed, app_id, version)
@@ -669,7 +726,8 @@ class TargetTables:
             fields += [("__action", guarded), ("__sub", str(sub))]
             if partial:
                 missing = f"coalesce(a.`{UNAVAILABLE_KEY}`, array())" if image == "a" else "array()"
-                fields += [(f"__ua{i}", f"array_contains({missing}, '{sql_str(n)}')") for i, n in enumerate(names)]
+                fields += [(f"__ua{i}", f"array_contains({missing}, '{sql_str(source_name(c))}')")
+                           for i, c in enumerate(schema.columns)]
                 # a key change moves the row: values the log left out are the old key's
                 moved = f"(op = 'u' AND b IS NOT NULL AND NOT ({keys_a}))" if image == "a" else "false"
                 fields += [("__moved", moved)] + [

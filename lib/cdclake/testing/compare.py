@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cdclake.engine.lake import quote
+from cdclake.engine.names import lake_names
 from cdclake.engine.target import typed_select
 
 if TYPE_CHECKING:
@@ -50,7 +52,9 @@ def compare_table(spark: SparkSession, pipeline: Pipeline, table: str, limit: in
     lake = spark.read.format("delta").load(pipeline.layout.target(table))
     if "__deleted" in lake.columns:
         lake = lake.where("NOT `__deleted`")
-    names = ["`" + c.replace("`", "``") + "`" for c in schema.column_names]
+    delta = lake_names(pipeline.ctx.targets.lake_schema(schema))  # a column Delta cannot name: names.py
+    lake = lake.select(*[F.col(quote(delta[c])).alias(c) for c in schema.column_names])
+    names = [quote(c) for c in schema.column_names]
     # One pass over both sides: each distinct row with how often each side has it (a multiset compare,
     # null-safe like EXCEPT ALL); the source is read once.
     tagged = lake.select(*names, F.lit(True).alias("__in_lake")).unionByName(

@@ -40,6 +40,7 @@ from cdclake.engine.lake import (
     read_delta,
 )
 from cdclake.engine.mining import window_open
+from cdclake.engine.names import lake_keys
 from cdclake.engine.repair.common import APPLIED, PLANNED, Backfill, streaming_state, unfinished
 from cdclake.errors import CdcError, command, table_regex
 from cdclake.hadoopfs import hadoop_delete
@@ -271,7 +272,8 @@ def _swap(ctx: PipelineContext, b: Backfill, staging: str, through: int) -> None
         raise CdcError(f"the rebuilt {b.table} has columns {sorted(staged.columns)} but its target has "
                        f"{sorted(current)}", "the schema history and the target disagree: re-snapshot the table "
                        f"with {_resnapshot(b.table)}", permanent=True)
-    keys = [c for c in ctx.key_columns(_latest_schema(ctx, b.table)) if c in current]
+    latest = _latest_schema(ctx, b.table)
+    keys = [c for c in lake_keys(ctx.targets.lake_schema(latest), ctx.key_columns(latest)) if c in current]
     view = f"cdclake_rebuild_{b.backfill_id}"
     staged.createOrReplaceTempView(view)
     on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in keys)

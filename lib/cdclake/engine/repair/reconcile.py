@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdclake.engine.control import TABLE_STREAMING, TableState, utcnow
 from cdclake.engine.lake import ensure_table, quote
+from cdclake.engine.names import lake_names
 from cdclake.engine.repair.backfill import run_backfill
 from cdclake.engine.repair.common import read_start, streaming_state
 from cdclake.engine.target import typed_select
@@ -392,17 +393,18 @@ def _source_rows(ctx: PipelineContext, schema: TableSchema, where: str | None) -
 
 
 def _lake_rows(ctx: PipelineContext, table: str, schema: TableSchema, types: dict[str, Any]) -> DataFrame:
-    """The target's live rows, columns as the source frame has them (a widened Delta type hashes
-    differently, so it is cast back)."""
+    """The target's live rows, columns as the source frame has them: under their source names, and cast
+    back where a widened Delta type would hash differently."""
     from pyspark.sql import functions as F
 
     lake = ctx.spark.read.format("delta").load(ctx.layout.target(table))
     if ctx.targets.soft:
         lake = lake.where("NOT `__deleted`")
     dtypes = {f.name: f.dataType for f in lake.schema.fields}
+    delta = lake_names(ctx.targets.lake_schema(schema))  # source name -> Delta name (names.py)
     return lake.select(*[
-        (F.col(quote(c)) if dtypes[c] == types[c] else F.col(quote(c)).cast(types[c])).alias(c)
-        for c in schema.column_names])
+        (F.col(quote(d)) if dtypes[d] == types[c] else F.col(quote(d)).cast(types[c])).alias(c)
+        for c, d in ((c, delta.get(c, c)) for c in schema.column_names)])
 
 
 def _narrow(rows: DataFrame, schema: TableSchema, keys: list[str]) -> DataFrame:
