@@ -218,9 +218,14 @@ GROUPS = [
               "INSERT INTO {t}_x (id, k) VALUES (30, 30), (31, 31)"],
        more_tables=["{t}_x"], modes=MODES),
     # a table made LIKE one cdclake does not capture: its columns are not in the schema history
+    # and a table renamed onto a captured name from a database cdclake does not capture
     Group("parked", {
         "create_like_uncaptured": "CREATE TABLE {t}_u LIKE sc_uncaptured.src",
-    }, table="{t}_u", parked=True, modes=MODES),
+        "rename_from_uncaptured": "RENAME TABLE {t} TO sc_uncaptured.{t}_old, sc_uncaptured.{t}_src TO {t}",
+    }, setup=["DROP TABLE IF EXISTS sc_uncaptured.{t}_src", "DROP TABLE IF EXISTS sc_uncaptured.{t}_old",
+              "CREATE TABLE sc_uncaptured.{t}_src (id INT PRIMARY KEY, k INT NOT NULL DEFAULT 0, v INT)",
+              "INSERT INTO sc_uncaptured.{t}_src VALUES (1, 1, 1), (2, 2, 2)"],
+       table="{t}_u", more_tables=["{t}"], parked=True, modes=MODES),
 ]
 FORMS = [(mode, g.name, form) for mode in MODES for g in GROUPS if mode in g.modes and not g.parked
          for form in g.forms]
@@ -345,18 +350,22 @@ def test_change_is_applied_exactly(spark, mined, mode: str, group: str, form: st
 @pytest.mark.parametrize("mode", MODES)
 def test_unappliable_change_parks_only_its_table(spark, mined, mode: str) -> None:  # type: ignore[no-untyped-def]
     out = mined(mode)
-    table = out.tables["parked"]
+    table, renamed = out.tables["parked"], out.extra["parked"][0]
     assert out.parked_error is not None and table in out.parked_error and "backfill" in out.parked_error
     states = out.pipeline.control.table_states()
     assert states[table].status == "parked" and "LIKE sc_uncaptured.src" in states[table].detail["parked_reason"]
+    assert states[renamed].status == "parked" and "does not capture" in states[renamed].detail["parked_reason"]
     bystander = table.rsplit(".", 1)[0] + ".bystander"
+    # the others' positions moved on in the runs that parked it: to the last window's end
     assert states[bystander].status == "streaming"
+    assert states[bystander].window_id == out.pipeline.control.last_window().window_id
     _assert_equal(spark, out.pipeline, bystander, mode)  # mined on, both windows
     status = {t["source_table"]: t for t in out.pipeline.status()}
     assert status[table]["parked"]["remedy"].startswith(f"cdclake backfill --table {table}")
-    out.pipeline.backfill(table)
-    assert out.pipeline.control.table_states()[table].status == "streaming"
-    _assert_equal(spark, out.pipeline, table, mode)
+    for parked in (table, renamed):
+        out.pipeline.backfill(parked)
+        assert out.pipeline.control.table_states()[parked].status == "streaming"
+        _assert_equal(spark, out.pipeline, parked, mode)
     if mode == "compatible":  # the control tables and bronze too, after every kind of change
         for path in delta_tables(Path(out.pipeline.layout.control)):
             assert_delta_rs_reads_as_spark(spark, path)

@@ -371,8 +371,6 @@ class WindowApplier:
     def _refused_parks(entry: HistoryEntry, change: Callable[[], None]) -> None:
         """Make a schema change; any error doing it parks the table (with the error's words) rather than
         stopping the pipeline: the change is the table's own, the others' windows go on."""
-        from py4j.protocol import Py4JError, Py4JJavaError
-
         try:
             change()
         except UnstorableNames as exc:  # names no Delta table can hold side by side: this table only
@@ -380,11 +378,9 @@ class WindowApplier:
         except (CdcError, OSError):
             raise  # cdclake's own problem and fix, or storage gone: a retry, not a park
         except Exception as exc:
-            if isinstance(exc, Py4JError) and not isinstance(exc, Py4JJavaError):
-                raise  # the JVM is gone
-            if isinstance(exc, Py4JJavaError) and _infrastructure(exc):
-                raise  # a failed job or I/O (a lost executor, storage): a retry finishes the change
-            first = _first_line(exc)
+            if is_infrastructure_error(exc):
+                raise  # the JVM gone, a failed job or I/O (a lost executor, storage): a retry finishes the change
+            first = first_line(exc)
             raise SchemaChangeRefused(entry.position, f"the lake could not take the change {entry.ddl[:300]!r}: "
                                                       f"{first}") from exc
 
@@ -409,6 +405,8 @@ class WindowApplier:
         again from the start after a kill (the version read does not move)."""
         entry, path, seq = step.entry, step.path, step.seq
         targets = self.targets
+        if entry.kind in (PARKED, REREAD):
+            return  # a parked table keeps its rows until it is re-snapshotted
         if entry.schema is None or entry.renamed_from is None:
             if is_delta_table(self.spark, path):
                 targets.close_history(path, seq)
@@ -485,7 +483,7 @@ class WindowApplier:
             spark.sql(f"DELETE FROM {delta_ref(path)} WHERE `{META_SEQ}` < {seq}")
 
 
-def _first_line(exc: Exception) -> str:
+def first_line(exc: Exception) -> str:
     """The first line of what an error says (a JVM error's own message, not py4j's "error calling o12.save")."""
     text = str(exc).strip()
     java = getattr(exc, "java_exception", None)
@@ -497,11 +495,15 @@ def _first_line(exc: Exception) -> str:
     return text.splitlines()[0][:500] if text else type(exc).__name__
 
 
-def _infrastructure(exc: Exception) -> bool:
-    """A JVM error of the machinery (a failed Spark job, I/O), not a refusal of the change itself."""
-    name = exc.java_exception.getClass().getName() if hasattr(exc, "java_exception") else ""
+def is_infrastructure_error(exc: Exception) -> bool:
+    """An error of the machinery (the JVM gone, a failed Spark job, I/O), not a refusal of the change itself."""
+    from py4j.protocol import Py4JError, Py4JJavaError
+
+    if isinstance(exc, OSError) or (isinstance(exc, Py4JError) and not isinstance(exc, Py4JJavaError)):
+        return True
+    name = exc.java_exception.getClass().getName() if isinstance(exc, Py4JJavaError) else ""
     return name == "org.apache.spark.SparkException" or name.startswith("java.io.")
 
 
-__all__ = ["MAX_STEPS_PER_WINDOW", "RenameStep", "SchemaChangeRefused", "WindowApplier", "barriers",
-           "parked_detail", "rename_seqs", "states_after"]
+__all__ = ["MAX_STEPS_PER_WINDOW", "RenameStep", "SchemaChangeRefused", "WindowApplier", "barriers", "first_line",
+           "is_infrastructure_error", "parked_detail", "rename_seqs", "states_after"]

@@ -96,3 +96,6 @@ class DdlOutcome:
     created: list[str] = field(default_factory=list)  # tables made anew (empty) by the statement
     # table -> why its rows changed without row events (DROP/TRUNCATE/EXCHANGE PARTITION...): read them again
     reread: dict[str, str] = field(default_factory=dict)
+    # table -> why its shape and rows are unknown after the statement (renamed from a table the parser does not
+    # know): the source parks it, if captured, until it is re-snapshotted
+    unknown: dict[str, str] = field(default_factory=dict)

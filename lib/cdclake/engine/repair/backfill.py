@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from cdclake.engine.apply import first_line, is_infrastructure_error, parked_detail
 from cdclake.engine.control import TABLE_PARKED, TABLE_STREAMING
 from cdclake.engine.quality import QualityChecks
 from cdclake.engine.repair.rebuild import rebuild
@@ -72,10 +74,29 @@ def reread_marked(ctx: PipelineContext, states: dict[str, TableState]) -> list[s
             try:
                 run_backfill(ctx, table)
             except CdcError as exc:
-                log.warning("the re-read of %s waits for the next mining run: %s", table, exc.problem)
+                if exc.permanent:
+                    _park(ctx, states, table, state, exc.problem)
+                else:
+                    log.warning("the re-read of %s waits for the next mining run: %s", table, exc.problem)
+                continue
+            except Exception as exc:  # the re-read of this table failed: it stops alone, the others go on
+                if is_infrastructure_error(exc):
+                    raise
+                _park(ctx, states, table, state, first_line(exc))
                 continue
             done.append(table)
     return done
+
+
+def _park(ctx: PipelineContext, states: dict[str, TableState], table: str, state: TableState, why: str) -> None:
+    """Park ``table`` after its re-read failed (``states`` updated, so the run ends saying so)."""
+    log.error("the re-read of %s failed; it is parked: %s", table, why)
+    at = str(state.detail.get("reread_at") or state.position)
+    parked = replace(state, status=TABLE_PARKED, detail={
+        **state.detail, **parked_detail(table, at, f"its re-read after {state.detail.get('reread_reason')} failed: "
+                                                   f"{why}")})
+    ctx.control.set_tables([parked], "")
+    states[table] = parked
 
 
 def _unpark(ctx: PipelineContext, table: str, where: str | None) -> RunReport:

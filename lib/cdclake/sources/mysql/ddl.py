@@ -358,6 +358,7 @@ class _Registry:
         out.renamed_from = {k: v for k, v in out.renamed_from.items() if k != v and k in self.current}
         out.created = [k for k in out.created if k in self.current and k not in out.renamed_from]
         out.reread = {k: v for k, v in out.reread.items() if k in self.current}
+        out.unknown = {k: v for k, v in out.unknown.items() if k not in self.current}
         out.ignored = not out.changes and not out.truncated
         return out
 
@@ -874,6 +875,9 @@ def _rename_table(cur: TokenCursor, reg: _Registry) -> None:
         new = reg.resolve(*cur.qualified_name())
         if reg.known(old):
             reg.rename(old, new)
+        else:  # e.g. an online schema-change tool's copy whose name include_tables does not match
+            reg.outcome.unknown[new] = (f"it was renamed from {old}, which cdclake does not capture, so its columns "
+                                        "and rows are not known")
         if not cur.accept_punct(","):
             break
 

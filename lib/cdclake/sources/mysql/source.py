@@ -604,13 +604,17 @@ class _BinlogWindow:
                     RowChange(txid, table, "t", None, None, self.versions.get(table, self.next_version - 1)),
                     Commit(txid, position, commit_ts),
                 ]
-        if outcome.ignored or not outcome.changes:
+        parked = {t: f"cdclake cannot follow the table: {why}" for t, why in outcome.unknown.items()
+                  if captured(t) and position.ordinal > self.floors.get(t, -1)}
+        for t in parked:
+            self.schemas.pop(t, None)
+        if (outcome.ignored or not outcome.changes) and not parked:
             return records
         changes: dict[str, TableSchema | None] = {}
         reread: dict[str, str] = {}
         before = dict(self.schemas)
         for table, schema in outcome.changes.items():
-            if not captured(table) and table not in self.schemas:
+            if table in parked or (not captured(table) and table not in self.schemas):
                 continue
             if position.ordinal <= self.floors.get(table, -1):
                 continue
@@ -629,12 +633,12 @@ class _BinlogWindow:
             self.versions[table] = self.next_version
             self.next_version += 1
         reread.update({t: why for t, why in outcome.reread.items() if changes.get(t) is not None})
-        if changes:
+        if changes or parked:
             renames = {new: old for new, old in outcome.renamed_from.items() if new in changes}
             column_renames = getattr(outcome, "column_renames", {}) or {}
             records.append(Ddl(position, sql, database, changes, commit_ts, renames,
                                {t: r for t, r in column_renames.items() if t in changes}, reread=reread,
-                               created=[t for t in outcome.created if t in changes]))
+                               created=[t for t in outcome.created if t in changes], parked=parked))
         return records
 
 
