@@ -389,6 +389,16 @@ def test_truncate_is_reported_and_schema_unchanged() -> None:
 # ---- errors --------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(("sql", "reread"), [
+    ("ALTER TABLE t DROP PARTITION p1", ["HR.T"]),
+    ("ALTER TABLE t TRUNCATE PARTITION p1 DROP STORAGE", ["HR.T"]),
+    ("ALTER TABLE t EXCHANGE PARTITION p1 WITH TABLE x INCLUDING INDEXES", ["HR.T", "HR.X"]),
+])
+def test_partition_statements_that_change_rows_without_redo_rows_ask_for_a_reread(sql: str, reread: list[str]) -> None:
+    out = apply_ddl(sql, {**reg(table()), "HR.X": table().renamed("HR", "X")}, "HR")
+    assert sorted(out.reread) == reread and all(out.changes[t] is not None for t in reread)
+
+
 @pytest.mark.parametrize(
     ("sql", "reason"),
     [
@@ -412,9 +422,6 @@ def test_truncate_is_reported_and_schema_unchanged() -> None:
         ("ALTER TABLE t ADD (name VARCHAR2(5))", "exists already"),
         ("ALTER TABLE t MODIFY nosuch NUMBER", "unknown column"),
         ("ALTER TABLE t RENAME COLUMN nosuch TO x", "unknown column"),
-        ("ALTER TABLE t DROP PARTITION p1", "re-snapshot"),
-        ("ALTER TABLE t TRUNCATE PARTITION p1", "re-snapshot"),
-        ("ALTER TABLE t EXCHANGE PARTITION p1 WITH TABLE x", "re-snapshot"),
         ("FLASHBACK TABLE t TO BEFORE DROP", "re-snapshot"),
         ("CREATE TABLE x (a NUMBER)", None),  # fine with a default schema; see below
     ],

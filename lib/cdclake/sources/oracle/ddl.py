@@ -359,6 +359,7 @@ class _Registry:
                 del out.changes[key]  # existed neither before nor after (rename intermediate)
         out.renamed_from = {k: v for k, v in out.renamed_from.items() if k != v and k in self.current}
         out.created = [k for k in out.created if k in self.current and k not in out.renamed_from]
+        out.reread = {k: v for k, v in out.reread.items() if k in self.current}
         out.ignored = not out.changes and not out.truncated
         return out
 
@@ -489,6 +490,24 @@ def _at_clause(c: TokenCursor) -> bool:
     return False
 
 
+def _partition_rows(c: TokenCursor, reg: _Registry, key: str) -> None:
+    """``TRUNCATE``/``EXCHANGE PARTITION``: rows change without row changes in the redo, so the table (and the
+    table a partition is exchanged with, if captured) is read again."""
+    start = c.i
+    _skip_clause(c)
+    while c.accept("DROP", "STORAGE") or c.accept("DROP", "ALL", "STORAGE"):  # TRUNCATE's storage clause
+        c.take_until(_at_clause)
+    words = c.toks[start:c.i]
+    why = f"{words[0].up} {words[1].up if len(words) > 1 else ''} changed rows without row changes in the redo"
+    reg.outcome.reread[key] = why
+    for k in range(len(words) - 2):
+        if words[k].is_("WITH") and words[k + 1].is_("TABLE"):
+            other, _, _ = reg.resolve(*TokenCursor(c.sql, words[k + 2:]).qualified_name())
+            if reg.known(other):
+                reg.put(other, reg.current[other])
+                reg.outcome.reread[other] = why
+
+
 def _skip_clause(c: TokenCursor) -> None:
     c.skip_one()
     c.take_until(_at_clause)
@@ -544,15 +563,18 @@ def _alter(cur: TokenCursor, reg: _Registry) -> None:
         elif cur.peek_is("DISABLE"):
             _alter_disable(cur, st)
         elif (t := cur.peek()) is not None and t.up in _DATA_PARTITION_OPS and _at_clause(cur):
-            raise SqlParseError(f"{t.up} PARTITION changes rows without row changes in the redo; "
-                              "re-snapshot the table")
+            _partition_rows(cur, reg, key)
         elif (t := cur.peek()) is not None and t.up in _IGNORED_ALTER_WORDS:
             _skip_clause(cur)
         else:
             raise SqlParseError(f"unsupported ALTER TABLE clause at {cur.peek_text()!r}")
+    if st.reread:
+        reg.outcome.reread[key] = st.reread
     if st.changed:
         reg.put(key, schema.with_columns(_not_null_key(st.columns, st.pk), _check_key(st.columns, st.pk),
                                          _check_unique(st.columns, st.unique)))
+    elif key in reg.outcome.reread:
+        reg.put(key, schema)  # the same shape: its rows are what changed
     if st.renames:
         reg.outcome.column_renames[key] = st.renames
     if new_name is not None and new_name[0] != key:
@@ -565,6 +587,7 @@ class _AlterState:
     pk: list[str]
     unique: list[UniqueKey]
     changed: bool = False
+    reread: str | None = None  # why the table's rows changed without row changes in the redo
 
     def __post_init__(self) -> None:
         self.renames: dict[str, str] = {}
@@ -722,7 +745,8 @@ def _alter_drop(cur: TokenCursor, st: _AlterState) -> None:
         st.pk, st.changed = [], True
         cur.take_until(_at_clause)  # CASCADE, KEEP/DROP INDEX, ONLINE
     elif cur.peek_is("PARTITION", "SUBPARTITION"):
-        raise SqlParseError("DROP PARTITION removes rows without row changes in the redo; re-snapshot the table")
+        st.reread = "DROP PARTITION changed rows without row changes in the redo"
+        _skip_clause(cur)
     elif cur.accept("CONSTRAINT"):
         # A primary key dropped by name stays the merge key (its columns still identify rows); a
         # unique key is no longer relied on.

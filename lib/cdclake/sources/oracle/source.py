@@ -471,7 +471,8 @@ class OracleSource(FrameSource):
             if changes:
                 out.append(Ddl(point, statement, r.SEG_OWNER, changes, r.TIMESTAMP, renamed,
                                {t: c for t, c in getattr(outcome, "column_renames", {}).items() if t in changes},
-                               created=[t for t in outcome.created if t in changes]))
+                               created=[t for t in outcome.created if t in changes],
+                               reread={t: why for t, why in outcome.reread.items() if changes.get(t) is not None}))
                 for t, s in changes.items():
                     plan.versions.setdefault(t, []).append((int(r.IDX), version, None if s is None else s.to_json()))
                     version += 1
