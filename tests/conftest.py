@@ -107,7 +107,7 @@ HEAVY_TESTS = {  # a clean-clone `make test` of 2026-11-26 (issue 21)
     "test_db2_crash.py::": 66, "test_db2_emulator.py::test_reconcile": 45, "test_db2_emulator.py::test_the_offline": 15,
     "test_db2_preflight.py::": 0.2, "test_postgres_pipeline.py::": 90, "test_postgres_types.py::": 12,
     "test_postgres_snapshot.py::": 10, "test_postgres_crash.py::": 100,
-    "test_postgres_tasks.py::": 70, "test_postgres_schema_changes.py::test_a_partitioned": 200,
+    "test_postgres_tasks.py::": 70, "test_postgres_schema_changes.py::test_a_partitioned": 130,
     "test_postgres_schema_changes.py::": 0.5, "test_demo.py::": 50,
     "test_mining_equality.py::": 160, "test_oracle_sim.py::test_lob_writes": 80,
     "test_oracle_sim.py::test_connection_lost": 85, "test_oracle_sim.py::test_export_mode": 60,
