@@ -372,6 +372,8 @@ def _echo_status(tables: list[dict[str, Any]], overall: dict[str, Any]) -> None:
             click.echo(f"{'':30} row key: {t['row_key']}")
         for source, delta in (t.get("renamed_columns") or {}).items():
             click.echo(f"{'':30} column {source!r} lands as {delta}")
+        if t.get("covers"):
+            click.echo(f"{'':30} covers: {', '.join(t['covers'])}")
         if t.get("parked"):
             click.echo(f"{'':30} parked since {t['parked']['parked_at']}: {t['parked']['parked_reason']}")
             click.echo(f"{'':30} fix: {t['parked']['remedy']}")

@@ -1,5 +1,6 @@
 """pgoutput messages of a real cluster as the engine's log records: row images per replica identity, unchanged
-TOAST, key changes, TRUNCATE, and each column change as a schema-history entry where its rows begin."""
+TOAST, key changes, TRUNCATE, and each column change as a schema-history entry where its rows begin; a partitioned
+table's changes as its root's, its partitions no tables of their own."""
 
 from __future__ import annotations
 
@@ -45,6 +46,25 @@ def test_rows_and_column_changes_become_log_records() -> None:
                                 lambda table: table in ("public.t", "public.f"), system="sys",
                                 attnums=lambda table: catalog.attnums(conn, table))
         records = list(decoder.records(read_window(conn, "s", "p", catalog.flush_lsn(conn))))
+
+        # a partitioned table published through its root: pgoutput sends each partition's Relation after the root's,
+        # and the changes as the root's; a pattern matching the partitions too captures the root alone
+        conn.execute("CREATE TABLE parted (id int PRIMARY KEY, v text) PARTITION BY RANGE (id)")
+        conn.execute("CREATE TABLE parted_low PARTITION OF parted FOR VALUES FROM (MINVALUE) TO (1000)")
+        conn.execute("CREATE TABLE parted_high PARTITION OF parted FOR VALUES FROM (1000) TO (MAXVALUE)")
+        conn.execute("CREATE PUBLICATION pp FOR TABLE parted WITH (publish_via_partition_root = true)")
+        conn.execute("SELECT pg_create_logical_replication_slot('sp', 'pgoutput')")
+        conn.execute("INSERT INTO parted VALUES (1, 'a'), (1500, 'b')")
+        parted = ChangeDecoder({}, {}, 1, catalog.TypeCatalog(conn), lambda table: table.startswith("public."),
+                               own_relation=lambda relid: catalog.published_as_itself(conn, "pp", relid),
+                               partition_tree=lambda relid: catalog.partition_tree(conn, relid))
+        tree = catalog.partition_tree(conn, conn.execute("SELECT 'parted'::regclass::oid::bigint").fetchone()[0])
+        parted_records = list(parted.records(read_window(conn, "sp", "pp", catalog.flush_lsn(conn))))
+    created = [r for r in parted_records if isinstance(r, R.Ddl)]
+    assert [list(r.changes) for r in created] == [["public.parted"]], [r.statement for r in created]
+    assert created[0].changes["public.parted"].attrs["partitions"] == tree and len(tree or []) == 2
+    assert [(c.table, c.after) for c in parted_records if isinstance(c, R.RowChange)] == [
+        ("public.parted", {"id": "1", "v": "a"}), ("public.parted", {"id": "1500", "v": "b"})]
 
     changes = [r for r in records if isinstance(r, R.RowChange)]
     ddls = [r for r in records if isinstance(r, R.Ddl)]

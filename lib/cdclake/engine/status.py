@@ -69,6 +69,7 @@ def status_report(ctx: PipelineContext, clock: Clock = time.time, max_events: in
     lags, pipeline = lag_of(ctx, states, clock, max_events)
     pipeline.update(run_state(runs, states))
     schemas = {t: e.schema for t, e in ctx.control.latest_entries().items() if e.schema is not None}
+    covered = covered_tables(ctx, [t for t, s in states.items() if s.status == TABLE_STREAMING])
     out = []
     for table in sorted(states):
         s = states[table]
@@ -89,6 +90,9 @@ def status_report(ctx: PipelineContext, clock: Clock = time.time, max_events: in
             # a parked table: where and why its capture stopped, and the command that brings it back
             "parked": {k: s.detail.get(k) for k in ("parked_at", "parked_reason", "remedy")}
             if s.status == TABLE_PARKED else None,
+            # source objects whose rows land in this table, not in tables of their own (a partitioned table's
+            # partitions); None when the source could not be asked
+            "covers": covered.get(table, []) if covered is not None else None,
             **lags.get(table, _unknown("the table is not streaming" if s.status != TABLE_STREAMING
                                        else "the table is not captured by the source configuration")),
             # the newest run that changed the table (among the last RUNS_READ)
@@ -143,6 +147,18 @@ def _run_entry(run: Any) -> dict[str, Any]:
     return {"run_id": run.run_id, "command": run.command, "status": run.status, "window_id": run.window_id,
             "started_at": _iso(run.started_at), "ended_at": _iso(run.ended_at),
             "error_kind": getattr(run, "error_kind", None), "problem": problem or None, "fix": fix or None}
+
+
+def covered_tables(ctx: PipelineContext, tables: list[str]) -> dict[str, list[str]] | None:
+    """Per streaming table, the source objects whose rows it holds (:meth:`cdclake.spi.Source.covered_tables`);
+    None when the source cannot be asked now (``status`` shows what it can)."""
+    if not tables:
+        return {}
+    try:
+        return {t: list(names) for t, names in ctx.source.covered_tables(sorted(tables)).items()}
+    except Exception:  # the source unreachable: the lag says why
+        log.warning("could not ask the source which objects the tables cover", exc_info=True)
+        return None
 
 
 def lag_of(ctx: PipelineContext, states: Mapping[str, TableState], clock: Clock = time.time,

@@ -281,6 +281,12 @@ class Source(abc.ABC):
         """How an operator finds the open transaction that keeps a snapshot of new tables waiting."""
         return "run the snapshot again once that transaction has ended"
 
+    def covered_tables(self, tables: list[str]) -> Mapping[str, list[str]]:
+        """Source objects whose rows land in one of ``tables`` (captured tables) rather than in tables of their
+        own, e.g. the partitions of a partitioned table captured through it: table -> their names (``status``
+        shows them). Optional: the default names none."""
+        return {}
+
     def pending_changes(self, positions: Mapping[str, Position],
                         carried: Mapping[str, frozenset[str]] | None = None,
                         max_events: int = PENDING_SCAN_EVENTS) -> PendingChanges:

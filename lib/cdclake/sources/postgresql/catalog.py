@@ -43,6 +43,25 @@ TABLES = (
     "AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%'"
 )
 WAL_LSN = "SELECT pg_current_wal_flush_lsn()::text"
+#: every partition (a leaf, or a partitioned one below the root) with the root of its tree; its object id
+PARTITIONS = (
+    "SELECT n.nspname, c.relname, rn.nspname, r.relname, c.oid::bigint FROM pg_class c "
+    "JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_class r ON r.oid = pg_partition_root(c.oid) "
+    "JOIN pg_namespace rn ON rn.oid = r.relnamespace WHERE c.relispartition ORDER BY 1, 2"
+)
+#: a partitioned table's partitions, at every level below it (None: not a partitioned table)
+PARTITION_TREE = (
+    "SELECT CASE WHEN c.relkind = 'p' THEN coalesce((SELECT array_agg(t.relid::oid::bigint ORDER BY "
+    "t.relid::oid::bigint) FROM pg_partition_tree(c.oid) t WHERE t.relid::oid <> c.oid), '{}') END "
+    "FROM pg_class c WHERE c.oid = %s"
+)
+#: whether a relation still exists, and whether the publication publishes it under its own name (not a partition
+#: published through its root: ``pg_publication_tables`` lists roots only when ``publish_via_partition_root``)
+OWN_RELATION = (
+    "SELECT EXISTS (SELECT 1 FROM pg_publication_tables p JOIN pg_class c ON c.relname = p.tablename "
+    "JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = p.schemaname WHERE p.pubname = %s AND c.oid = %s) "
+    "FROM pg_class WHERE oid = %s"
+)
 #: generated columns (pgoutput does not send them) of ordinary and partitioned tables
 GENERATED = (
     "SELECT n.nspname, c.relname, a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
@@ -204,6 +223,34 @@ def tables(conn: Any) -> dict[str, Table]:
         table = Table(str(s), str(t), kind == "p", str(ident), bool(pk), bool(ident_index), int(relid))
         out[table.qualified] = table
     return out
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A partition (``schema.table``), the root of its tree, and its object id."""
+
+    name: str
+    root: str
+    relid: int
+
+
+def partitions(conn: Any) -> dict[str, Partition]:
+    """Every partition by name (leaves and partitioned partitions alike), with the root that publishes it."""
+    return {f"{s}.{t}": Partition(f"{s}.{t}", f"{rs}.{rt}", int(relid))
+            for s, t, rs, rt, relid in fetch(conn, PARTITIONS)}
+
+
+def partition_tree(conn: Any, relid: int) -> list[int] | None:
+    """The object ids of partitioned table ``relid``'s partitions, sorted (None: not a partitioned table)."""
+    rows = fetch(conn, PARTITION_TREE, (relid,))
+    return None if not rows or rows[0][0] is None else [int(r) for r in rows[0][0]]
+
+
+def published_as_itself(conn: Any, publication: str, relid: int) -> bool | None:
+    """Whether ``publication`` publishes relation ``relid`` under its own name now (False for a partition, whose
+    changes it publishes through its root); None when the relation is gone."""
+    rows = fetch(conn, OWN_RELATION, (publication, relid, relid))
+    return bool(rows[0][0]) if rows else None
 
 
 def generated_columns(conn: Any) -> dict[str, list[str]]:

@@ -40,6 +40,8 @@ from cdclake.spi.types import FILL
 
 #: TableSchema.attrs: the table's object id (pg_class.oid), which a table dropped and created again does not keep
 RELID = "relid"
+#: TableSchema.attrs of a partitioned table: its partitions' object ids (sorted), to see one attached or detached
+PARTITIONS = "partitions"
 #: why the rows of a table the window starts capturing are read from the table: the WAL has only what was written
 #: after it was published
 NEW_TABLE = ("the table is new to the capture: the rows it had before it was published are not in the WAL")
@@ -55,7 +57,9 @@ class ChangeDecoder:
                  type_info: Callable[[int], TypeInfo], captures: Callable[[str], bool],
                  floors: dict[str, int] | None = None, system: str | None = None,
                  attnums: Callable[[str], dict[str, int]] | None = None,
-                 added_values: Callable[[str], dict[str, AddedValue]] | None = None) -> None:
+                 added_values: Callable[[str], dict[str, AddedValue]] | None = None,
+                 own_relation: Callable[[int], bool | None] | None = None,
+                 partition_tree: Callable[[int], list[int] | None] | None = None) -> None:
         self.schemas = dict(schemas)
         self.versions = dict(versions)
         self.next_version = next_version
@@ -65,6 +69,12 @@ class ChangeDecoder:
         self.system = system
         self.attnums = attnums or (lambda table: {})
         self.added_values = added_values or (lambda table: {})
+        # relid -> whether the publication publishes it under its own name now (None: gone). With
+        # publish_via_partition_root pgoutput sends a partition's Relation after its root's (before a change it
+        # publishes as the root's): a partition is no table of the capture.
+        self.own_relation = own_relation or (lambda relid: True)
+        self.partition_tree = partition_tree or (lambda relid: None)
+        self._own: dict[int, bool | None] = {}
         self.relations: dict[int, tuple[str, Relation]] = {}
         self._txid = ""
         self._begin_lsn = 0
@@ -121,6 +131,11 @@ class ChangeDecoder:
         old = self.schemas.get(table)
         if old is not None and old.attrs.get(RELID) not in (None, rel.relid):
             old = None  # dropped and created again: a new table
+        if old is None:
+            if rel.relid not in self._own:
+                self._own[rel.relid] = self.own_relation(rel.relid)
+            if self._own[rel.relid] is False:
+                return None  # a partition (its changes come as its root's), or not published as itself
         new = self._schema(table, rel, old)
         position = LsnPosition(self._begin_lsn, self.system)
         if old is None:
@@ -166,6 +181,18 @@ class ChangeDecoder:
         self.next_version += 1
         return R.Ddl(position, f"DROP TABLE {table} -- gone from the catalog", table.split(".", 1)[0], {table: None})
 
+    def repartitioned(self, table: str, tree: list[int], position: LsnPosition, why: str | None) -> R.Ddl:
+        """Partitioned ``table`` has the partitions ``tree`` now (as of ``position``): an entry recording them,
+        and, with ``why`` (a partition attached or detached: its rows joined or left the table without a row
+        change in the WAL), the table is read again after the window."""
+        schema = self.schemas[table]
+        schema = replace(schema, attrs={**schema.attrs, PARTITIONS: tree})
+        self.schemas[table] = schema
+        self.versions[table] = self.next_version
+        self.next_version += 1
+        text = f"-- {table}: {why or 'its partitions recorded'}"
+        return R.Ddl(position, text, schema.database, {table: schema}, None, reread={table: why} if why else {})
+
     def _existing_rows(self, table: str, old: TableSchema, new: TableSchema,
                        renames: dict[str, str]) -> tuple[TableSchema, str | None]:
         """What the change did to the rows that existed before it, which the WAL does not carry: an added column's
@@ -191,7 +218,7 @@ class ChangeDecoder:
                 reasons.append(f"column {col.name} changed type from {was.source_type} to {col.source_type}: "
                                "PostgreSQL rewrote the rows (maybe with a USING expression) without logging them")
             columns.append(col)
-        schema = TableSchema(new.database, new.table, columns, new.primary_key, new.unique_keys)
+        schema = TableSchema(new.database, new.table, columns, new.primary_key, new.unique_keys, attrs=new.attrs)
         return schema, "; ".join(reasons) or None
 
     def _schema(self, table: str, rel: Relation, old: TableSchema | None) -> TableSchema:
@@ -217,7 +244,13 @@ class ChangeDecoder:
         else:
             key = []
         schema, name = table.split(".", 1)
-        return TableSchema(schema, name, columns, key, attrs={RELID: rel.relid})
+        attrs: dict[str, Any] = {RELID: rel.relid}
+        # the partitions the schema in force records (a Relation message does not tell them), else the catalog's
+        tree = old.attrs.get(PARTITIONS) if old is not None and PARTITIONS in old.attrs \
+            else self.partition_tree(rel.relid)
+        if tree is not None:
+            attrs[PARTITIONS] = tree
+        return TableSchema(schema, name, columns, key, attrs=attrs)
 
     # -- rows ----------------------------------------------------------------------------------------------
 

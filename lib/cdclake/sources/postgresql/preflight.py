@@ -3,6 +3,8 @@ failure naming the problem and the statement that fixes it (docs/postgresql-desi
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from cdclake.errors import PreflightError
@@ -84,6 +86,33 @@ def check(conn: Any, captured: list[str], slot_name: str, publication_name: str,
         raise PreflightError(f"publication {publication_name} does not cover {', '.join(uncovered)}",
                              f"ALTER PUBLICATION {publication_name} ADD TABLE "
                              + ", ".join(_quoted(tables[t]) for t in uncovered))
+
+
+def check_partitions(partitions: Mapping[str, catalog.Partition], captures: Callable[[str], bool]) -> None:
+    """A partition that ``include_tables`` selects while its root is left out would land empty: PostgreSQL publishes
+    a partition's changes as its root's (``publish_via_partition_root``), so they reach only the root's table.
+    Debezium's connector, with the same publication, emits them under the root's name too. Stop, and name the root
+    to capture instead (its table holds the rows of all its partitions).
+
+    >>> from cdclake.sources.postgresql.catalog import Partition
+    >>> check_partitions({"public.p_low": Partition("public.p_low", "public.p", 1)},
+    ...                  lambda t: t != "public.p")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    cdclake.errors.PreflightError: public.p_low is a partition of public.p, which ... would stay empty
+      fix: capture the root: add 'public\\.p' to source.include_tables ...
+    """
+    orphans = {name: p.root for name, p in sorted(partitions.items()) if captures(name) and not captures(p.root)}
+    if not orphans:
+        return
+    roots = sorted(set(orphans.values()))
+    described = "; ".join(f"{name} is a partition of {root}" for name, root in orphans.items())
+    raise PreflightError(
+        f"{described}, which source.include_tables/exclude_tables leave out: PostgreSQL publishes a partition's "
+        f"changes as its root's (publish_via_partition_root), so {'its' if len(orphans) == 1 else 'their'} own "
+        f"table{'' if len(orphans) == 1 else 's'} would stay empty",
+        "capture the root: add " + ", ".join(f"'{re.escape(r)}'" for r in roots) + " to source.include_tables (the "
+        "rows of all its partitions land there, once), or leave the partitions out in source.exclude_tables")
 
 
 def warnings(conn: Any, captured: list[str], slot_name: str) -> list[str]:

@@ -24,7 +24,7 @@ from cdclake.errors import CdcError, PositionLostError, PreflightError
 from cdclake.schema import TableSchema
 from cdclake.sources.postgresql import catalog, preflight, stream, tasks
 from cdclake.sources.postgresql.config import SESSION_SETTINGS, PostgresSourceConfig
-from cdclake.sources.postgresql.decoder import RELID, ChangeDecoder
+from cdclake.sources.postgresql.decoder import PARTITIONS, RELID, ChangeDecoder
 from cdclake.sources.postgresql.pgoutput import lsn_text
 from cdclake.sources.postgresql.position import LsnPosition
 from cdclake.sources.postgresql.snapshot import (
@@ -121,6 +121,7 @@ class PostgresSource(RecordSource):
     def preflight(self) -> None:
         captured = self.captured_tables()
         preflight.check(self.conn(), captured, self.slot, self.publication, self.config.create_publication)
+        preflight.check_partitions(catalog.partitions(self.conn()), self.config.captures)
         for warning in preflight.warnings(self.conn(), captured, self.slot):
             log.warning("%s", warning)
 
@@ -133,7 +134,20 @@ class PostgresSource(RecordSource):
         key = [c.name for c in sorted((c for c in cols if "keyseq" in c.attrs), key=lambda c: c.attrs["keyseq"])]
         if relid is None:
             relid = conn.execute("SELECT %s::regclass::oid::bigint", (qualified,)).fetchone()[0]
-        return TableSchema(schema, name, cols, key, attrs={RELID: int(relid)})
+        attrs: dict[str, Any] = {RELID: int(relid)}
+        tree = catalog.partition_tree(conn, int(relid))
+        if tree is not None:  # a partitioned table: which partitions its rows are in (one attached or detached
+            attrs[PARTITIONS] = tree  # moves rows without a row change in the WAL)
+        return TableSchema(schema, name, cols, key, attrs=attrs)
+
+    def covered_tables(self, tables: list[str]) -> dict[str, list[str]]:
+        """The partitions of each partitioned table among ``tables``: their rows land in it (their changes are
+        published through it), never in tables of their own."""
+        out: dict[str, list[str]] = {t: [] for t in tables}
+        for name, part in sorted(catalog.partitions(self.conn()).items()):
+            if part.root in out:
+                out[part.root].append(name)
+        return out
 
     # ---- positions ------------------------------------------------------------------------------------------
 
@@ -310,7 +324,7 @@ class PostgresSource(RecordSource):
         position = LsnPosition(end, self.system())
         ddl = list(schemas.ddl)
         if end >= window.settled_at:
-            ddl += self._settle(window.decoder, window.existing, window.published, position)
+            ddl += self._settle(window, position)
         changed = f"{request.staging}/changes"
         tasks.changes(spark, staged, schemas, request.floors, options.target_splits).write.mode("overwrite").parquet(
             changed)
@@ -334,7 +348,7 @@ class PostgresSource(RecordSource):
         yield from window.decoder.records(stream.read_window(conn, self.slot, self.publication, upto, limit, result))
         end = LsnPosition(result.end, self.system())
         if result.end >= window.settled_at:
-            yield from self._settle(window.decoder, window.existing, window.published, end)
+            yield from self._settle(window, end)
         yield WindowEnd(end)
 
     def _open_window(self, start: LsnPosition, schemas: dict[str, TableSchema], next_schema_version: int,
@@ -347,12 +361,15 @@ class PostgresSource(RecordSource):
         decoder = ChangeDecoder(schemas, versions, next_schema_version, catalog.TypeCatalog(conn),
                                 self.config.captures, floors, self.system(),
                                 attnums=lambda table: catalog.attnums(conn, table),
-                                added_values=lambda table: catalog.added_values(conn, table))
-        # Tables dropped, or created and published without a change yet, leave nothing in the WAL: the catalog read
-        # now, before the flush LSN, is settled for a window that reaches that LSN.
+                                added_values=lambda table: catalog.added_values(conn, table),
+                                own_relation=lambda relid: catalog.published_as_itself(conn, self.publication, relid),
+                                partition_tree=lambda relid: catalog.partition_tree(conn, relid))
+        # Tables dropped, or created and published without a change yet, and partitions attached or detached leave
+        # nothing in the WAL: the catalog read now, before the flush LSN, is settled for a window that reaches it.
         existing = catalog.tables(conn)
+        partitions = catalog.partitions(conn)
         published = self._published(conn)
-        return _OpenWindow(decoder, existing, published, catalog.flush_lsn(conn))
+        return _OpenWindow(decoder, existing, partitions, published, catalog.flush_lsn(conn))
 
     def _published(self, conn: Any) -> Callable[[str], bool]:
         pub = catalog.publication(conn, self.publication)
@@ -360,10 +377,11 @@ class PostgresSource(RecordSource):
             return lambda table: False
         return lambda table: pub.all_tables or table in pub.tables
 
-    def _settle(self, decoder: ChangeDecoder, existing: dict[str, catalog.Table], published: Callable[[str], bool],
-                end: LsnPosition) -> Iterator[Ddl]:
+    def _settle(self, window: _OpenWindow, end: LsnPosition) -> Iterator[Ddl]:
         """Schema entries at the window's end for what the catalog says and the WAL cannot: a captured table
-        dropped (its mirror empties), and one created and published, or created again, with no change yet."""
+        dropped (its mirror empties), one created and published, or created again, with no change yet, and a
+        partitioned table with a partition attached or detached (its rows are read again)."""
+        decoder, existing, published = window.decoder, window.existing, window.published
         for table, schema in sorted(decoder.schemas.items()):
             now = existing.get(table)
             recreated = now is not None and schema.attrs.get(RELID) not in (None, now.relid)
@@ -374,12 +392,43 @@ class PostgresSource(RecordSource):
         for table in sorted(existing):
             if table not in decoder.schemas and self.config.captures(table) and published(table):
                 yield decoder.created(table, self._table_schema(table, relid=existing[table].relid), end)
+        yield from self._repartitioned(window, end)
+
+    def _repartitioned(self, window: _OpenWindow, end: LsnPosition) -> Iterator[Ddl]:
+        """Captured partitioned tables whose partitions differ from those their schema records: ``ATTACH
+        PARTITION`` brings the attached table's rows, ``DETACH PARTITION`` takes a partition's rows away, and
+        neither writes a row change to the WAL, so the table is read again after the window."""
+        trees: dict[str, list[int]] = {}
+        names: dict[int, str] = {t.relid: name for name, t in window.existing.items()}
+        for name, part in window.partitions.items():
+            trees.setdefault(part.root, []).append(part.relid)
+            names[part.relid] = name
+        decoder = window.decoder
+        for table, schema in sorted(decoder.schemas.items()):
+            now = window.existing.get(table)
+            if now is None or not now.partitioned or schema.attrs.get(RELID) not in (None, now.relid):
+                continue
+            tree, recorded = sorted(trees.get(table, [])), schema.attrs.get(PARTITIONS)
+            if recorded == tree:
+                continue
+            if recorded is None:  # (a schema from before partitions were recorded: nothing to compare with)
+                yield decoder.repartitioned(table, tree, end, None)
+                continue
+            attached = [names.get(r, f"object id {r}") for r in tree if r not in recorded]
+            detached = [names.get(r, f"object id {r}") for r in recorded if r not in tree]
+            why = []
+            if attached:
+                why.append(f"{', '.join(attached)} attached (its rows joined the table without row changes in the WAL)")
+            if detached:
+                why.append(f"{', '.join(detached)} detached (its rows left the table without row changes in the WAL)")
+            yield decoder.repartitioned(table, tree, end, "partitions changed: " + "; ".join(why))
 
 
 @dataclass
 class _OpenWindow:
     decoder: ChangeDecoder
     existing: dict[str, catalog.Table]
+    partitions: dict[str, catalog.Partition]
     published: Callable[[str], bool]
     settled_at: int  # the flush LSN read after the catalog
 
