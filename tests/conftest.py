@@ -120,7 +120,7 @@ HEAVY_TESTS = {  # a clean-clone `make test` of 2026-11-26 (issue 21)
     # per form; a mode's first test runs the shared workload (compatible ~300 s, spark ~100 s)
     "test_schema_changes.py::test_change_is_applied_exactly[spark": 5, "test_schema_changes.py::": 8,
     "test_oracle_schema_changes.py::": 138,
-    "test_odd_names.py::test_every_name_lands[compatible]": 180, "test_odd_names.py::test_every_name_lands[spark]": 150,
+    "test_odd_names.py::test_every_name_lands[compatible]": 180,
 }
 # Tests of these files (and of one parameter of a file: "file[param") share an expensive module-scoped
 # fixture: they stay on one worker.
