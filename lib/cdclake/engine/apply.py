@@ -272,8 +272,7 @@ class WindowApplier:
                         parked[table] = (exc.position, exc.reason)
                         continue
                     advance(table, steps)
-                if not paused or min(step.seq for _, step in paused.values()) > at:
-                    hadoop_delete(self.spark, self._rename_versions_file(wid, at))
+                hadoop_delete(self.spark, self._rename_versions_file(wid, at))  # every table is past the statement
             if not report.rows_by_table:
                 report.rows_by_table = counts
             return states_after(states, ddl, end, wid, time.time(), parked,
