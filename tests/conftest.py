@@ -107,7 +107,7 @@ HEAVY_TESTS = {  # a clean-clone `make test` of 2026-11-26 (issue 21)
     "test_db2_crash.py::": 66, "test_db2_emulator.py::test_reconcile": 45, "test_db2_emulator.py::test_the_offline": 15,
     "test_db2_preflight.py::": 0.2, "test_postgres_pipeline.py::": 90, "test_postgres_types.py::": 12,
     "test_postgres_snapshot.py::": 10, "test_postgres_crash.py::": 100,
-    "test_postgres_tasks.py::": 70, "test_postgres_schema_changes.py::test_a_partitioned": 130,
+    "test_postgres_tasks.py::": 70, "test_postgres_schema_changes.py::test_a_partitioned": 70,
     "test_postgres_schema_changes.py::": 0.5, "test_demo.py::": 50,
     "test_mining_equality.py::": 160, "test_oracle_sim.py::test_lob_writes": 80,
     "test_oracle_sim.py::test_connection_lost": 85, "test_oracle_sim.py::test_export_mode": 60,
@@ -120,7 +120,7 @@ HEAVY_TESTS = {  # a clean-clone `make test` of 2026-11-26 (issue 21)
     # per form; a mode's first test runs the shared workload (compatible ~300 s, spark ~100 s)
     "test_schema_changes.py::test_change_is_applied_exactly[spark": 5, "test_schema_changes.py::": 8,
     "test_oracle_schema_changes.py::": 138,
-    "test_odd_names.py::test_every_name_lands[compatible]": 180,
+    "test_odd_names.py::test_every_name_lands[compatible]": 80,
 }
 # Tests of these files (and of one parameter of a file: "file[param") share an expensive module-scoped
 # fixture: they stay on one worker.

@@ -57,7 +57,7 @@ def test_every_kind_of_change_is_applied_and_an_unappliable_one_parks_its_table(
     db.alter_table("APP", "T2", '''ALTER TABLE "APP"."T2" EXCHANGE PARTITION P1 WITH TABLE "APP"."X"''')
     db.alter_table("APP", "T2", '''ALTER TABLE "APP"."T2" TRUNCATE PARTITION P2 DROP STORAGE''')
     db.alter_table("APP", "T2", '''ALTER TABLE "APP"."T2" DROP PARTITION P3 UPDATE GLOBAL INDEXES''')
-    db.alter_table("APP", "P", '''FLASHBACK TABLE "APP"."P" TO SCN 1''')
+    db.alter_table("APP", "P", '''FLASHBACK TABLE "APP"."P" TO BEFORE DROP''')  # rows without redo rows
     _dml(db, "P", 13, 2, 1)
     with pytest.raises(TablesParkedError) as parked:
         pipeline.mine()
