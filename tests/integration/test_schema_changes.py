@@ -162,7 +162,7 @@ GROUPS = [
         "ptosc_analyze": "ANALYZE TABLE {t}_new",
         "ptosc_swap": "RENAME TABLE {t} TO {t}_old, {t}_new TO {t}",
         "ptosc_drop_old": "DROP TABLE IF EXISTS {t}_old",
-    }),
+    }, modes=MODES),
     # two tables trade names through a spare one, in one statement (a rename onto a dropped name: "ghost")
     Group("swap", {
         "swap_cycle": "RENAME TABLE {t} TO {t}_tmp, {t}_b TO {t}, {t}_tmp TO {t}_b",
