@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,19 +39,9 @@ def _extra(db: str, mode: str) -> str:
             "      - {type: expect_column_values_to_be_between, kwargs: {column: 'a,b', min_value: 0}}\n")
 
 
-@pytest.fixture
-def database(mariadb) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    mariadb.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
-    try:
-        yield name
-    finally:
-        mariadb.execute(f"DROP DATABASE IF EXISTS `{name}`")
-
-
 @pytest.mark.parametrize("mode", ["compatible"])  # spark mode keeps names as they are: test_schema_changes, "add"
-def test_every_name_lands(spark, mariadb, database, tmp_path, mode: str) -> None:  # type: ignore[no-untyped-def]
-    db = database
+def test_every_name_lands(spark, mariadb, fresh_database, tmp_path, mode: str) -> None:  # type: ignore[no-untyped-def]
+    db = fresh_database
     odd_cols = ", ".join(f"{q(c)} {'VARCHAR(20)' if c in ('my col', 'k=v') else 'INT'}" for c in ODD)
     mariadb.execute(f"CREATE TABLE {db}.odd (id INT PRIMARY KEY, {odd_cols}, plain INT)")
     for t in TABLES[1:]:

@@ -404,14 +404,8 @@ class WindowApplier:
         again from the start after a kill (the version read does not move)."""
         entry, path, seq = step.entry, step.path, step.seq
         targets = self.targets
-        if entry.kind in (PARKED, REREAD):
-            return  # a parked table keeps its rows until it is re-snapshotted
         if entry.schema is None or entry.renamed_from is None:
-            if is_delta_table(self.spark, path):
-                targets.close_history(path, seq)
-                self.spark.sql(f"DELETE FROM {delta_ref(path)} WHERE `{META_SEQ}` < {seq}")
-            if entry.schema is not None:
-                targets.evolve(path, entry.schema, entry.column_renames, seq)
+            self.apply_ddl(path, entry, seq)  # renamed away (it empties) or parked (it keeps its rows)
             return
         if is_delta_table(self.spark, path):
             targets.close_history(path, seq)
