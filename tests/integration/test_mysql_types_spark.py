@@ -153,7 +153,7 @@ def stored(mariadb: Any) -> Iterator[tuple[list[Column], list[dict[str, Any]], l
         with conn.cursor() as cur:
             cur.execute(f"CREATE TABLE t ({COLUMNS}) DEFAULT CHARSET=utf8mb4")
             cur.execute("SHOW CREATE TABLE t")
-            schema = apply_ddl(cur.fetchone()[1], db, {}).changes[f"{db}.t"]
+            schema = apply_ddl(cur.fetchone()[1], {}, db).changes[f"{db}.t"]
             assert schema is not None
             cur.execute("SHOW MASTER STATUS")
             log_file, log_pos = cur.fetchone()[:2]

@@ -61,7 +61,7 @@ SHOW_CREATE = """CREATE TABLE `orders` (
 
 
 def test_show_create_table_as_mariadb_prints_it() -> None:
-    out = apply_ddl(SHOW_CREATE, "shop", {})
+    out = apply_ddl(SHOW_CREATE, {}, "shop")
     assert not out.ignored
     s = after(out, "shop.orders")
     assert (s.database, s.table, s.primary_key) == ("shop", "orders", ["id"])
@@ -108,8 +108,8 @@ def test_binlog_create_and_show_create_give_identical_columns() -> None:
     binlog = apply_ddl(
         "CREATE TABLE shop.t (id BIGINT UNSIGNED NOT NULL PRIMARY KEY, ok BOOLEAN, n INTEGER, d NUMERIC(5,2),"
         " j JSON, x DOUBLE PRECISION, c CHAR, y YEAR, dt DATETIME(0)) DEFAULT CHARSET=utf8mb4",
-        None,
         {},
+        None,
     )
     show = apply_ddl(
         "CREATE TABLE `t` (\n  `id` bigint(20) unsigned NOT NULL,\n  `ok` tinyint(1) DEFAULT NULL,\n"
@@ -118,19 +118,19 @@ def test_binlog_create_and_show_create_give_identical_columns() -> None:
         "  `x` double DEFAULT NULL,\n  `c` char(1) DEFAULT NULL,\n  `y` year(4) DEFAULT NULL,\n"
         "  `dt` datetime DEFAULT NULL,\n  PRIMARY KEY (`id`)\n"
         ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci",
-        "shop",
         {},
+        "shop",
     )
     assert after(binlog) == after(show)
     assert [c.attrs for c in after(binlog).columns] == [c.attrs for c in after(show).columns]
 
 
 def test_create_table_inline_primary_key_and_if_not_exists() -> None:
-    out = apply_ddl("CREATE TABLE IF NOT EXISTS `db`.`Items` (id INT PRIMARY KEY, v TEXT)", "other", {})
+    out = apply_ddl("CREATE TABLE IF NOT EXISTS `db`.`Items` (id INT PRIMARY KEY, v TEXT)", {}, "other")
     s = after(out, "db.Items")
     assert s.primary_key == ["id"] and s.column_names == ["id", "v"]
     existing = reg(table("db.items"))
-    again = apply_ddl("CREATE TABLE IF NOT EXISTS db.ITEMS (x int)", None, existing)
+    again = apply_ddl("CREATE TABLE IF NOT EXISTS db.ITEMS (x int)", existing, None)
     assert again.ignored and again.changes == {}
 
 
@@ -139,8 +139,8 @@ def test_create_table_composite_pk_and_ignored_clauses() -> None:
         "CREATE TABLE t (a INT NOT NULL, b VARCHAR(5) NOT NULL, c INT, "
         "CONSTRAINT pk PRIMARY KEY USING BTREE (a, b(3)), UNIQUE INDEX u (c), INDEX (c), FULLTEXT KEY f (b), "
         "FOREIGN KEY (c) REFERENCES p(id), CHECK (c > 0)) ENGINE=InnoDB",
-        "shop",
         {},
+        "shop",
     )
     assert after(out).primary_key == ["a", "b"]
     assert after(out).column_names == ["a", "b", "c"]
@@ -150,8 +150,8 @@ def test_create_table_column_charset_collate_comment_and_binary_charset() -> Non
     out = apply_ddl(
         "CREATE TABLE t (a VARCHAR(10) CHARACTER SET latin1 COMMENT 'x', b TEXT COLLATE utf8mb3_bin, "
         "c VARCHAR(8) CHARSET binary, d TEXT CHARACTER SET binary, e CHAR(2) BINARY) CHARSET=latin1",
-        "shop",
         {},
+        "shop",
     )
     s = after(out)
     assert [c.attrs["charset"] for c in s.columns] == ["latin1", "utf8mb3", "binary", "binary", "latin1"]
@@ -161,10 +161,10 @@ def test_create_table_column_charset_collate_comment_and_binary_charset() -> Non
 
 def test_create_table_like_copies_the_schema() -> None:
     src = table("shop.src")
-    out = apply_ddl("CREATE TABLE shop.copy LIKE shop.src", None, reg(src))
+    out = apply_ddl("CREATE TABLE shop.copy LIKE shop.src", reg(src), None)
     assert after(out, "shop.copy").columns == src.columns
     assert after(out, "shop.copy").table == "copy"
-    out2 = apply_ddl("CREATE TABLE copy2 (LIKE src)", "shop", reg(src))
+    out2 = apply_ddl("CREATE TABLE copy2 (LIKE src)", reg(src), "shop")
     assert after(out2, "shop.copy2").column_names == src.column_names
 
 
@@ -172,28 +172,28 @@ def test_create_table_generated_and_auto_increment_columns() -> None:
     out = apply_ddl(
         "CREATE TABLE t (id SERIAL, a INT, b INT GENERATED ALWAYS AS (a + 1) VIRTUAL, "
         "c INT AS (a * 2) PERSISTENT, d INT AUTO_INCREMENT UNIQUE KEY)",
-        "shop",
         {},
+        "shop",
     )
     assert types_of(after(out))[0] == ("id", "bigint(20) unsigned", "DECIMAL(20,0)")
     assert after(out).column_names == ["id", "a", "b", "c", "d"]
 
 
 def test_create_temporary_table_and_create_select_without_columns() -> None:
-    assert apply_ddl("CREATE TEMPORARY TABLE tmp (a int)", "shop", {}).ignored
+    assert apply_ddl("CREATE TEMPORARY TABLE tmp (a int)", {}, "shop").ignored
     with pytest.raises(DdlParseError):
-        apply_ddl("CREATE TABLE t2 SELECT * FROM t", "shop", {})
+        apply_ddl("CREATE TABLE t2 SELECT * FROM t", {}, "shop")
 
 
 def test_leading_and_inline_comments() -> None:
     out = apply_ddl(
         "/* ApplicationName=DBeaver */ -- note\n# hash comment\nCREATE TABLE t (a INT /* inline */, "
         "b INT /*!50100 COMMENT 'exec' */)",
-        "shop",
         {},
+        "shop",
     )
     assert after(out).column_names == ["a", "b"]
-    dropped = apply_ddl("DROP TABLE `t` /* generated by server */", "shop", reg(table()))
+    dropped = apply_ddl("DROP TABLE `t` /* generated by server */", reg(table()), "shop")
     assert dropped.changes == {"shop.t": None}
 
 
@@ -202,9 +202,9 @@ def test_leading_and_inline_comments() -> None:
 
 def test_alter_add_column_positions() -> None:
     r = reg(table())
-    assert after(apply_ddl("ALTER TABLE t ADD COLUMN c INT", "shop", r)).column_names == ["id", "a", "b", "c"]
-    assert after(apply_ddl("ALTER TABLE t ADD c INT FIRST", "shop", r)).column_names == ["c", "id", "a", "b"]
-    out = apply_ddl("ALTER TABLE shop.t ADD COLUMN c DATETIME(6) NOT NULL AFTER a", None, r)
+    assert after(apply_ddl("ALTER TABLE t ADD COLUMN c INT", r, "shop")).column_names == ["id", "a", "b", "c"]
+    assert after(apply_ddl("ALTER TABLE t ADD c INT FIRST", r, "shop")).column_names == ["c", "id", "a", "b"]
+    out = apply_ddl("ALTER TABLE shop.t ADD COLUMN c DATETIME(6) NOT NULL AFTER a", r, None)
     assert after(out).column_names == ["id", "a", "c", "b"]
     assert after(out).column("c").spark_type == "TIMESTAMP_NTZ"
     assert after(out).column("c").nullable is False
@@ -212,45 +212,45 @@ def test_alter_add_column_positions() -> None:
 
 
 def test_alter_add_column_list() -> None:
-    out = apply_ddl("ALTER TABLE t ADD COLUMN (c INT, d DECIMAL(40,2))", "shop", reg(table()))
+    out = apply_ddl("ALTER TABLE t ADD COLUMN (c INT, d DECIMAL(40,2))", reg(table()), "shop")
     assert types_of(after(out))[3:] == [("c", "int(11)", "INT"), ("d", "decimal(40,2)", "STRING")]
-    out = apply_ddl("ALTER TABLE t ADD (e TINYINT UNSIGNED)", "shop", reg(table()))
+    out = apply_ddl("ALTER TABLE t ADD (e TINYINT UNSIGNED)", reg(table()), "shop")
     assert types_of(after(out))[3] == ("e", "tinyint(3) unsigned", "SMALLINT")
 
 
 def test_alter_drop_column_and_if_exists() -> None:
     r = reg(table())
-    assert after(apply_ddl("ALTER TABLE t DROP COLUMN a", "shop", r)).column_names == ["id", "b"]
-    assert after(apply_ddl("ALTER TABLE t DROP b", "shop", r)).column_names == ["id", "a"]
-    out = apply_ddl("ALTER TABLE t DROP COLUMN IF EXISTS nope", "shop", r)
+    assert after(apply_ddl("ALTER TABLE t DROP COLUMN a", r, "shop")).column_names == ["id", "b"]
+    assert after(apply_ddl("ALTER TABLE t DROP b", r, "shop")).column_names == ["id", "a"]
+    out = apply_ddl("ALTER TABLE t DROP COLUMN IF EXISTS nope", r, "shop")
     assert out.ignored and out.changes == {}
     with pytest.raises(DdlParseError):
-        apply_ddl("ALTER TABLE t DROP COLUMN nope", "shop", r)
+        apply_ddl("ALTER TABLE t DROP COLUMN nope", r, "shop")
 
 
 def test_alter_modify_column_keeps_place_or_moves() -> None:
     r = reg(table())
-    out = apply_ddl("ALTER TABLE t MODIFY COLUMN a VARCHAR(200) NOT NULL", "shop", r)
+    out = apply_ddl("ALTER TABLE t MODIFY COLUMN a VARCHAR(200) NOT NULL", r, "shop")
     assert after(out).column_names == ["id", "a", "b"]
     assert (after(out).column("a").source_type, after(out).column("a").nullable) == ("varchar(200)", False)
-    out = apply_ddl("ALTER TABLE t MODIFY b BIGINT UNSIGNED FIRST", "shop", r)
+    out = apply_ddl("ALTER TABLE t MODIFY b BIGINT UNSIGNED FIRST", r, "shop")
     assert types_of(after(out))[0] == ("b", "bigint(20) unsigned", "DECIMAL(20,0)")
-    out = apply_ddl("ALTER TABLE t MODIFY id INT AFTER b", "shop", r)
+    out = apply_ddl("ALTER TABLE t MODIFY id INT AFTER b", r, "shop")
     assert after(out).column_names == ["a", "b", "id"]
 
 
 def test_alter_change_column_renames_and_retypes() -> None:
-    out = apply_ddl("ALTER TABLE t CHANGE COLUMN id order_id BIGINT NOT NULL", "shop", reg(table()))
+    out = apply_ddl("ALTER TABLE t CHANGE COLUMN id order_id BIGINT NOT NULL", reg(table()), "shop")
     s = after(out)
     assert s.column_names == ["order_id", "a", "b"]
     assert s.primary_key == ["order_id"]
     assert s.column("order_id").spark_type == "BIGINT"
-    out = apply_ddl("ALTER TABLE t CHANGE a a2 TEXT AFTER b", "shop", reg(table()))
+    out = apply_ddl("ALTER TABLE t CHANGE a a2 TEXT AFTER b", reg(table()), "shop")
     assert after(out).column_names == ["id", "b", "a2"]
 
 
 def test_alter_rename_column() -> None:
-    out = apply_ddl("ALTER TABLE t RENAME COLUMN id TO ident, RENAME COLUMN b TO bb", "shop", reg(table()))
+    out = apply_ddl("ALTER TABLE t RENAME COLUMN id TO ident, RENAME COLUMN b TO bb", reg(table()), "shop")
     assert after(out).column_names == ["ident", "a", "bb"]
     assert after(out).primary_key == ["ident"]
     assert after(out).column("ident").source_type == "int(11)"
@@ -258,19 +258,19 @@ def test_alter_rename_column() -> None:
 
 def test_alter_column_set_and_drop_default() -> None:
     stmt = "ALTER TABLE t ALTER COLUMN b SET DEFAULT 5, ALTER a SET DEFAULT 'x'"
-    out = apply_ddl(stmt, "shop", reg(table()))
+    out = apply_ddl(stmt, reg(table()), "shop")
     assert (after(out).column("b").default, after(out).column("a").default) == ("5", "'x'")
-    out2 = apply_ddl("ALTER TABLE t ALTER b DROP DEFAULT", "shop", reg(after(out)))
+    out2 = apply_ddl("ALTER TABLE t ALTER b DROP DEFAULT", reg(after(out)), "shop")
     assert after(out2).column("b").default is None
 
 
 def test_alter_primary_key_add_and_drop() -> None:
     r = reg(table())
-    assert after(apply_ddl("ALTER TABLE t DROP PRIMARY KEY", "shop", r)).primary_key == []
-    out = apply_ddl("ALTER TABLE t DROP PRIMARY KEY, ADD PRIMARY KEY (`a`, B)", "shop", r)
+    assert after(apply_ddl("ALTER TABLE t DROP PRIMARY KEY", r, "shop")).primary_key == []
+    out = apply_ddl("ALTER TABLE t DROP PRIMARY KEY, ADD PRIMARY KEY (`a`, B)", r, "shop")
     assert after(out).primary_key == ["a", "b"]
     assert after(out).column("b").nullable is False
-    out = apply_ddl("ALTER TABLE t ADD CONSTRAINT pk PRIMARY KEY (b)", "shop", reg(table(pk=())))
+    out = apply_ddl("ALTER TABLE t ADD CONSTRAINT pk PRIMARY KEY (b)", reg(table(pk=())), "shop")
     assert after(out).primary_key == ["b"]
 
 
@@ -291,7 +291,7 @@ def test_alter_index_and_constraint_clauses_change_no_column() -> None:
         "RENAME INDEX i TO j",
         "ALTER INDEX i INVISIBLE",
     ):
-        out = apply_ddl(f"ALTER TABLE t {spec}", "shop", r)
+        out = apply_ddl(f"ALTER TABLE t {spec}", r, "shop")
         assert out.ignored and out.changes == {}, spec
 
 
@@ -299,13 +299,13 @@ def test_unique_keys_are_tracked_and_give_the_row_key() -> None:
     """Unique keys as MySQL names them; the row key is the first all-NOT-NULL one, full keys before
     prefix keys (the order SHOW CREATE TABLE lists them in), whatever the statement's order."""
     out = apply_ddl("CREATE TABLE t (a int, b varchar(9) NOT NULL, c int NOT NULL UNIQUE, "
-                    "UNIQUE (b(3)), UNIQUE KEY (a), CONSTRAINT uk UNIQUE (b, c))", "shop", {})
+                    "UNIQUE (b(3)), UNIQUE KEY (a), CONSTRAINT uk UNIQUE (b, c))", {}, "shop")
     t = out.changes["shop.t"]
     assert [(k.name, k.columns, k.prefix) for k in t.unique_keys] == [
         ("c", ("c",), False), ("b", ("b",), True), ("a", ("a",), False), ("uk", ("b", "c"), False)]
     assert t.row_key().describe() == "unique key c (c)"
     shown = apply_ddl("CREATE TABLE t (a int, b varchar(9) NOT NULL, c int NOT NULL, UNIQUE KEY uk (b, c), "
-                      "UNIQUE KEY c (c), UNIQUE KEY a (a), UNIQUE KEY b (b(3)))", "shop", {}).changes["shop.t"]
+                      "UNIQUE KEY c (c), UNIQUE KEY a (a), UNIQUE KEY b (b(3)))", {}, "shop").changes["shop.t"]
     assert shown.row_key().describe() == "unique key uk (b, c)"  # the first full NOT NULL key listed
     steps = [
         ("ALTER TABLE t DROP INDEX c", "unique key uk (b, c)"),
@@ -318,7 +318,7 @@ def test_unique_keys_are_tracked_and_give_the_row_key() -> None:
         ("ALTER TABLE t ADD CONSTRAINT pk PRIMARY KEY (bb)", "primary key (bb)"),
     ]
     for statement, key in steps:
-        out = apply_ddl(statement, "shop", {"shop.t": t})
+        out = apply_ddl(statement, {"shop.t": t}, "shop")
         t = out.changes["shop.t"]
         assert t.row_key().describe() == key, statement
     assert type(t).from_json(t.to_json()) == t
@@ -327,16 +327,16 @@ def test_unique_keys_are_tracked_and_give_the_row_key() -> None:
 def test_alter_table_options_algorithm_lock_engine_are_no_change() -> None:
     out = apply_ddl(
         "ALTER TABLE t ENGINE=InnoDB, ALGORITHM=INPLACE, LOCK=NONE, AUTO_INCREMENT=10, COMMENT='x', FORCE",
-        "shop",
         reg(table()),
+        "shop",
     )
     assert out.ignored and out.changes == {}
-    out = apply_ddl("ALTER TABLE t ADD COLUMN c INT, ALGORITHM=INSTANT", "shop", reg(table()))
+    out = apply_ddl("ALTER TABLE t ADD COLUMN c INT, ALGORITHM=INSTANT", reg(table()), "shop")
     assert after(out).column_names == ["id", "a", "b", "c"]
 
 
 def test_alter_convert_to_character_set_keeps_columns_updates_charset() -> None:
-    out = apply_ddl("ALTER TABLE t CONVERT TO CHARACTER SET latin1 COLLATE latin1_bin", "shop", reg(table()))
+    out = apply_ddl("ALTER TABLE t CONVERT TO CHARACTER SET latin1 COLLATE latin1_bin", reg(table()), "shop")
     s = after(out)
     assert types_of(s) == types_of(table())
     assert s.column("a").attrs["charset"] == "latin1"
@@ -344,11 +344,11 @@ def test_alter_convert_to_character_set_keeps_columns_updates_charset() -> None:
 
 def test_alter_rename_table() -> None:
     for stmt in ("ALTER TABLE t RENAME TO t2", "ALTER TABLE t RENAME AS t2", "ALTER TABLE t RENAME t2"):
-        out = apply_ddl(stmt, "shop", reg(table()))
+        out = apply_ddl(stmt, reg(table()), "shop")
         assert out.changes["shop.t"] is None
         assert after(out, "shop.t2").table == "t2"
         assert out.renamed_from == {"shop.t2": "shop.t"}
-    out = apply_ddl("ALTER TABLE t ADD c INT, RENAME TO other.t3", "shop", reg(table()))
+    out = apply_ddl("ALTER TABLE t ADD c INT, RENAME TO other.t3", reg(table()), "shop")
     assert after(out, "other.t3").column_names == ["id", "a", "b", "c"]
     assert out.renamed_from == {"other.t3": "shop.t"}
 
@@ -357,8 +357,8 @@ def test_alter_many_specs_in_one_statement() -> None:
     out = apply_ddl(
         "ALTER TABLE `shop`.`t` ADD COLUMN c INT AFTER id, DROP COLUMN b, MODIFY a TEXT, "
         "CHANGE COLUMN c c2 SMALLINT UNSIGNED, ADD INDEX (a(5)), ALGORITHM=COPY",
-        None,
         reg(table()),
+        None,
     )
     assert types_of(after(out)) == [
         ("id", "int(11)", "INT"),
@@ -368,22 +368,22 @@ def test_alter_many_specs_in_one_statement() -> None:
 
 
 def test_alter_unknown_table_is_ignored() -> None:
-    out = apply_ddl("ALTER TABLE nope ADD COLUMN c INT", "shop", reg(table()))
+    out = apply_ddl("ALTER TABLE nope ADD COLUMN c INT", reg(table()), "shop")
     assert out.ignored and out.changes == {}
 
 
 def test_alter_table_name_matching_is_case_insensitive_and_keeps_source_spelling() -> None:
     r = reg(table("Shop.Orders"))
-    out = apply_ddl("ALTER TABLE shop.orders ADD c INT", None, r)
+    out = apply_ddl("ALTER TABLE shop.orders ADD c INT", r, None)
     assert list(out.changes) == ["Shop.Orders"]
 
 
 def test_alter_modify_text_column_keeps_table_charset() -> None:
     r = reg(table(cols="id int, a varchar(10) character set latin1, b int"))
-    out = apply_ddl("ALTER TABLE t MODIFY a VARCHAR(20), ADD c TEXT", "shop", r)
+    out = apply_ddl("ALTER TABLE t MODIFY a VARCHAR(20), ADD c TEXT", r, "shop")
     assert after(out).column("a").attrs["charset"] == "latin1"
     assert after(out).column("c").attrs["charset"] == "latin1"
-    out = apply_ddl("ALTER TABLE t MODIFY a VARCHAR(20) CHARACTER SET utf8mb4", "shop", r)
+    out = apply_ddl("ALTER TABLE t MODIFY a VARCHAR(20) CHARACTER SET utf8mb4", r, "shop")
     assert after(out).column("a").attrs["charset"] == "utf8mb4"
 
 
@@ -392,21 +392,21 @@ def test_alter_modify_text_column_keeps_table_charset() -> None:
 
 def test_drop_tables() -> None:
     r = reg(table("shop.a"), table("other.b"))
-    out = apply_ddl("DROP TABLE IF EXISTS a, other.b, shop.unknown", "shop", r)
+    out = apply_ddl("DROP TABLE IF EXISTS a, other.b, shop.unknown", r, "shop")
     assert out.changes == {"shop.a": None, "other.b": None}
     assert "shop.a" in r  # not mutated
-    assert apply_ddl("DROP TABLE nope", "shop", r).ignored
-    assert apply_ddl("DROP TEMPORARY TABLE IF EXISTS a", "shop", r).ignored
+    assert apply_ddl("DROP TABLE nope", r, "shop").ignored
+    assert apply_ddl("DROP TEMPORARY TABLE IF EXISTS a", r, "shop").ignored
 
 
 def test_rename_tables_including_swap() -> None:
     a, b = table("shop.a", "id int"), table("shop.b", "id int, x int")
-    out = apply_ddl("RENAME TABLE a TO a_old, shop.b TO other.b2", "shop", reg(a, b))
+    out = apply_ddl("RENAME TABLE a TO a_old, shop.b TO other.b2", reg(a, b), "shop")
     assert out.changes["shop.a"] is None and out.changes["shop.b"] is None
     assert after(out, "shop.a_old").column_names == ["id"]
     assert after(out, "other.b2").database == "other"
     assert out.renamed_from == {"shop.a_old": "shop.a", "other.b2": "shop.b"}
-    swap = apply_ddl("RENAME TABLE a TO tmp, b TO a, tmp TO b", "shop", reg(a, b))
+    swap = apply_ddl("RENAME TABLE a TO tmp, b TO a, tmp TO b", reg(a, b), "shop")
     assert after(swap, "shop.a").column_names == ["id", "x"]
     assert after(swap, "shop.b").column_names == ["id"]
     assert swap.renamed_from == {"shop.a": "shop.b", "shop.b": "shop.a"}
@@ -415,10 +415,10 @@ def test_rename_tables_including_swap() -> None:
 
 def test_truncate() -> None:
     r = reg(table())
-    assert apply_ddl("TRUNCATE TABLE t", "shop", r).truncated == ["shop.t"]
-    out = apply_ddl("truncate shop.T", None, r)
+    assert apply_ddl("TRUNCATE TABLE t", r, "shop").truncated == ["shop.t"]
+    out = apply_ddl("truncate shop.T", r, None)
     assert out.truncated == ["shop.t"] and not out.ignored and out.changes == {}
-    assert apply_ddl("TRUNCATE other", "shop", r).ignored
+    assert apply_ddl("TRUNCATE other", r, "shop").ignored
 
 
 @pytest.mark.parametrize(
@@ -444,13 +444,13 @@ def test_truncate() -> None:
     ],
 )
 def test_statements_that_do_not_shape_tables_are_ignored(statement: str) -> None:
-    out = apply_ddl(statement, "shop", reg(table()))
+    out = apply_ddl(statement, reg(table()), "shop")
     assert out.ignored and out.changes == {} and out.truncated == []
 
 
 @pytest.mark.parametrize("statement", ["DROP DATABASE shop", "DROP SCHEMA IF EXISTS `shop`"])
 def test_dropping_the_database_drops_its_tables(statement: str) -> None:
-    out = apply_ddl(statement, None, {**reg(table()), "other.u": table().renamed("other", "u")})
+    out = apply_ddl(statement, {**reg(table()), "other.u": table().renamed("other", "u")}, None)
     assert out.changes == {"shop.t": None}
 
 
@@ -471,7 +471,7 @@ def test_dropping_the_database_drops_its_tables(statement: str) -> None:
 )
 def test_unparsable_statement_raises(statement: str) -> None:
     with pytest.raises(DdlParseError) as err:
-        apply_ddl(statement, "shop", reg(table()))
+        apply_ddl(statement, reg(table()), "shop")
     assert err.value.statement == statement
     assert err.value.position == "?"
 
@@ -485,7 +485,7 @@ def test_unparsable_statement_raises(statement: str) -> None:
 ])
 def test_partition_statements_that_move_rows_without_row_events_ask_for_a_reread(
         statement: str, reread: list[str], created: list[str], gone: list[str]) -> None:
-    out = apply_ddl(statement, "shop", {**reg(table()), "shop.u": table().renamed("shop", "u")})
+    out = apply_ddl(statement, {**reg(table()), "shop.u": table().renamed("shop", "u")}, "shop")
     assert sorted(out.reread) == reread and out.created == created
     assert [t for t, s in out.changes.items() if s is None] == gone
 
@@ -495,21 +495,21 @@ def test_partition_statements_that_move_rows_without_row_events_ask_for_a_reread
     "ALTER TABLE t REMOVE PARTITIONING", "ALTER TABLE t ANALYZE PARTITION p0, p1", "ALTER TABLE t COALESCE PARTITION 2",
 ])
 def test_partitioning_that_moves_no_row_changes_nothing(statement: str) -> None:
-    out = apply_ddl(statement, "shop", reg(table()))
+    out = apply_ddl(statement, reg(table()), "shop")
     assert out.ignored and not out.reread
 
 
 def test_partition_options_after_the_last_clause_are_not_part_of_it() -> None:
-    out = apply_ddl("ALTER TABLE t ADD COLUMN x INT PARTITION BY HASH(id) PARTITIONS 4", "shop", reg(table()))
+    out = apply_ddl("ALTER TABLE t ADD COLUMN x INT PARTITION BY HASH(id) PARTITIONS 4", reg(table()), "shop")
     assert out.changes["shop.t"].column_names[-1] == "x" and not out.reread
 
 
 def test_create_index_makes_no_table_and_create_table_does() -> None:
-    assert apply_ddl("CREATE UNIQUE INDEX u ON t (id)", "shop", reg(table())).created == []
-    assert apply_ddl("CREATE TABLE n LIKE t", "shop", reg(table())).created == ["shop.n"]
-    assert apply_ddl("CREATE OR REPLACE TABLE t (id INT)", "shop", reg(table())).created == ["shop.t"]
+    assert apply_ddl("CREATE UNIQUE INDEX u ON t (id)", reg(table()), "shop").created == []
+    assert apply_ddl("CREATE TABLE n LIKE t", reg(table()), "shop").created == ["shop.n"]
+    assert apply_ddl("CREATE OR REPLACE TABLE t (id INT)", reg(table()), "shop").created == ["shop.t"]
 
 
 def test_unqualified_name_without_default_database_raises() -> None:
     with pytest.raises(DdlParseError, match="no default database"):
-        apply_ddl("CREATE TABLE t (a INT)", None, {})
+        apply_ddl("CREATE TABLE t (a INT)", {}, None)

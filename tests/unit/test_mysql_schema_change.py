@@ -14,7 +14,7 @@ BASE = TableSchema("db", "t", [col("id", "int", nullable=False), col("a", "int")
 
 
 def _after(statement: str) -> tuple[TableSchema, dict[str, str]]:
-    out = apply_ddl(statement, "db", {"db.t": BASE})
+    out = apply_ddl(statement, {"db.t": BASE}, "db")
     return out.changes["db.t"], out.column_renames.get("db.t", {})  # type: ignore[return-value]
 
 
@@ -94,7 +94,7 @@ def test_if_not_exists_is_read_in_every_clause() -> None:
     new, _ = _after("ALTER TABLE t ADD COLUMN IF NOT EXISTS a INT, ADD COLUMN IF NOT EXISTS n INT, "
                     "ADD UNIQUE KEY IF NOT EXISTS uk (n)")
     assert new.column_names == ["id", "a", "b", "dt", "n"]
-    again = apply_ddl("ALTER TABLE t ADD UNIQUE KEY IF NOT EXISTS uk (a)", "db", {"db.t": new}).changes["db.t"]
+    again = apply_ddl("ALTER TABLE t ADD UNIQUE KEY IF NOT EXISTS uk (a)", {"db.t": new}, "db").changes["db.t"]
     assert [k.columns for k in again.unique_keys] == [("n",)]  # type: ignore[union-attr]
 
 
@@ -102,4 +102,4 @@ def test_create_like_of_a_table_not_captured_cannot_be_applied() -> None:
     from cdclake.errors import DdlParseError
 
     with pytest.raises(DdlParseError, match="not a captured table"):
-        apply_ddl("CREATE TABLE n LIKE elsewhere", "db", {"db.t": BASE})
+        apply_ddl("CREATE TABLE n LIKE elsewhere", {"db.t": BASE}, "db")

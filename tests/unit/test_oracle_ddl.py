@@ -428,7 +428,7 @@ def test_partition_statements_that_change_rows_without_redo_rows_ask_for_a_rerea
 )
 def test_unparsable_statements_raise_ddl_parse_error(sql: str, reason: str | None) -> None:
     if reason is None:
-        with pytest.raises(DdlParseError, match="no owner and there is no default schema"):
+        with pytest.raises(DdlParseError, match="is not qualified and there is no default database or schema"):
             apply_ddl(sql, {}, None)
         return
     with pytest.raises(DdlParseError, match=reason) as err:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import abc
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+_P = TypeVar("_P", bound="Position")
 
 
 class Position(abc.ABC):
@@ -21,6 +24,11 @@ class Position(abc.ABC):
     @abc.abstractmethod
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form stored in checkpoints and the run log."""
+
+    @classmethod
+    @abc.abstractmethod
+    def from_dict(cls: type[_P], data: Mapping[str, Any]) -> _P:
+        """Inverse of :meth:`to_dict`."""
 
     @abc.abstractmethod
     def describe(self) -> str:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, field_validator
 
-from cdclake.spi.config import SourceConfigBase, StrictModel
+from cdclake.kit import ServerConfig, SnapshotOptions
+from cdclake.spi.config import StrictModel
 
 _SCHEMA = re.compile(r"[A-Za-z_][A-Za-z0-9_@#$]{0,127}")
 
@@ -16,10 +17,7 @@ _SCHEMA = re.compile(r"[A-Za-z_][A-Za-z0-9_@#$]{0,127}")
 ISOLATION_LEVELS = {"cs": 2, "rs": 4, "rr": 8}
 
 
-class Db2SnapshotOptions(StrictModel):
-    partitions: int = Field(4, ge=1, description="parallel JDBC reads (key ranges) per table")
-    fetch_size: int = Field(10_000, ge=1)
-    min_rows_per_partition: int = Field(50_000, ge=1, description="small tables are read in one query")
+class Db2SnapshotOptions(SnapshotOptions):
     isolation: Literal["cs", "rs", "rr"] = Field(
         "cs", description="isolation of the reads: cursor stability (committed rows; with currently committed "
         "semantics, no wait on writers), read stability or repeatable read (rows read stay locked until their "
@@ -38,20 +36,14 @@ class Db2MiningOptions(StrictModel):
     max_reads_per_table: int = Field(64, ge=1)
 
 
-class Db2SourceConfig(SourceConfigBase):
+class Db2SourceConfig(ServerConfig):
     """A Db2 LUW database whose tables ASN Capture (SQL Replication) writes into change-data tables."""
 
     type: Literal["db2"]
-    host: str
     port: int = 50000
     database: str
-    user: str
-    password: SecretStr
     control_schema: str = Field("ASNCDC", description="schema of the Capture control tables (ASNCDC, or ASN)")
-    connect_timeout: int = Field(10, ge=1)
-    jdbc_url: str | None = Field(None, description="JDBC URL for Spark's reads (default jdbc:db2://host:port/database)")
     jdbc_driver: str = "com.ibm.db2.jcc.DB2Driver"
-    jdbc_options: dict[str, str] = Field(default_factory=dict, description="more options of Spark's JDBC reads")
     snapshot: Db2SnapshotOptions = Field(default_factory=Db2SnapshotOptions)
     mining: Db2MiningOptions = Field(default_factory=Db2MiningOptions)
 

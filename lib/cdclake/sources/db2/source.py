@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from cdclake.errors import CdcError, PositionLostError, PreflightError, command, table_regex
+from cdclake.kit import ChunkPlan, Connector, JdbcEndpoint, JdbcSnapshotReader, KeyRange
 from cdclake.schema import TableSchema
 from cdclake.sources.db2 import catalog
 from cdclake.sources.db2 import queries as Q
@@ -31,16 +32,16 @@ from cdclake.sources.db2.reads import (
     uow_rows,
 )
 from cdclake.sources.db2.types import NOT_CAPTURED, Db2TypeMapper, quote_identifier
-from cdclake.spi.config import SourceContext
-from cdclake.spi.jdbc import read_jdbc
-from cdclake.spi.position import Position
-from cdclake.spi.records import Ddl
-from cdclake.spi.source import (
+from cdclake.spi import (
     PENDING_SCAN_EVENTS,
     CommittedWindow,
+    Ddl,
+    LogReader,
     PendingChanges,
+    Position,
     SnapshotStart,
     Source,
+    SourceContext,
     WindowRequest,
     WindowSink,
 )
@@ -57,12 +58,6 @@ _EMPTY_STATS = {"events": 0, "transactions": 0, "rolled_back": 0, "rows_by_table
                 "partial": False}
 
 
-def _driver_connect(config: Db2SourceConfig) -> Any:
-    import ibm_db_dbi
-
-    return ibm_db_dbi.connect(config.dsn(), config.user, config.password.get_secret_value())
-
-
 def schema_ddl(schema: TableSchema) -> str:
     """The CREATE TABLE text a schema-history entry shows for ``schema`` (from the catalog, not the server)."""
     cols = ", ".join(f"{quote_identifier(c.name)} {c.source_type}{'' if c.nullable else ' NOT NULL'}"
@@ -71,37 +66,44 @@ def schema_ddl(schema: TableSchema) -> str:
     return f"CREATE TABLE {quote_identifier(schema.database)}.{quote_identifier(schema.table)} ({cols}{key})"
 
 
-class Db2Source(Source):
-    connector = "db2"
+class Db2Connector(Connector):
+    system = "Db2"
+    fix = "check source.host, port, database, user and password, and that the server accepts TCP/IP connections"
 
-    def __init__(self, config: Db2SourceConfig, context: SourceContext,
-                 connect: Callable[[], Any] | None = None) -> None:
+    def __init__(self, config: Db2SourceConfig) -> None:
         self.config = config
-        self.context = context
-        self.types = Db2TypeMapper()
-        self.cs = config.control_schema
-        self._connect = connect or (lambda: _driver_connect(config))
-        self._conn: Any = None
-        self._anchors: list[CommitSeqPosition] = []
-        self._snapshot: CommitSeqPosition | None = None
-        self._lock_conn: Any = None  # holds the snapshot's table locks (its transaction stays open)
-        self._held: set[str] = set()
 
-    # ---- connection ---------------------------------------------------------------------------------
+    def where(self) -> str:
+        return f"{self.config.host}:{self.config.port}/{self.config.database} as {self.config.user}"
+
+    def open(self) -> Any:
+        import ibm_db_dbi
+
+        return ibm_db_dbi.connect(self.config.dsn(), self.config.user, self.config.password.get_secret_value())
+
+    def jdbc(self) -> JdbcEndpoint:
+        return JdbcEndpoint(self.config.spark_jdbc_url(), jdbc_properties(self.config))
+
+
+class Db2Server:
+    """The source's driver connection (it plans, reads the register and catalog, counts) and Capture's state:
+    registrations, synchpoint and the commit clock of positions."""
+
+    def __init__(self, config: Db2SourceConfig, connect: Callable[[], Any] | None = None) -> None:
+        self.config = config
+        self.cs = config.control_schema
+        self.connector = Db2Connector(config)
+        self.connect_new = connect or self.connector.connect
+        self._conn: Any = None
+        #: positions the lake's tables stand at: the commit clock counts on from them
+        self.anchors: list[CommitSeqPosition] = []
 
     def conn(self) -> Any:
         if self._conn is None:
-            try:
-                self._conn = self._connect()
-            except Exception as exc:
-                raise PreflightError(f"cannot connect to Db2 {self.config.host}:{self.config.port}/"
-                                     f"{self.config.database}: {exc}",
-                                     "check source.host, port, database, user and password, and that the server "
-                                     "accepts TCP/IP connections",
-                                     permanent=False) from None  # unreachable now: a later run may connect
+            self._conn = self.connect_new()
         return self._conn
 
-    def _fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    def fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         conn = self.conn()
         try:
             return catalog.fetch(conn, sql, params)
@@ -109,7 +111,6 @@ class Db2Source(Source):
             conn.rollback()  # no read transaction stays open: it would block REMOVETABLE's DROP
 
     def close(self) -> None:
-        self.end_snapshot_read()
         if self._conn is not None:
             try:
                 self._conn.close()
@@ -118,7 +119,7 @@ class Db2Source(Source):
 
     # ---- tables -------------------------------------------------------------------------------------------
 
-    def _registrations(self) -> dict[str, catalog.Registration]:
+    def registrations(self) -> dict[str, catalog.Registration]:
         try:
             return catalog.registrations(self.conn(), self.cs)
         except Exception as exc:
@@ -132,48 +133,14 @@ class Db2Source(Source):
         finally:
             self.conn().rollback()
 
-    def captured_tables(self) -> list[str]:
-        return sorted(t for t in self._registrations() if self.config.captures(t))
-
-    def preflight(self) -> None:
-        regs = self._registrations()
-        hwm = self._high_water_mark(required=False)
-        if hwm is None:
-            raise PreflightError(f"Capture has not recorded a synchpoint in {self.cs}.IBMSNAP_REGISTER: it has never "
-                                 "run, or not yet finished a commit cycle",
-                                 f"start it: VALUES {self.cs}.ASNCDCSERVICES('start','asncdc') (or asncap "
-                                 f"capture_schema={self.cs}), and check its status")
-        for table in sorted(t for t in regs if self.config.captures(t)):
-            reg = regs[table]
-            if reg.state != "A":
-                raise PreflightError(
-                    f"the registration of {table} is not active (STATE '{reg.state}'"
-                    + (f", {reg.state_info}" if reg.state_info else "") + "): Capture does not capture it",
-                    f"UPDATE {self.cs}.IBMSNAP_REGISTER SET STATE = 'A' WHERE SOURCE_OWNER = '{reg.source_owner}' "
-                    f"AND SOURCE_TABLE = '{reg.source_table}', then VALUES {self.cs}.ASNCDCSERVICES('reinit',"
-                    "'asncdc'); changes made while it was inactive are lost: "
-                    f"{command('snapshot', '--force', '--tables', table_regex(table))} afterwards")
-            for column in catalog.columns(self.conn(), reg.source_owner, reg.source_table):
-                if column.attrs.get("base") in NOT_CAPTURED:
-                    raise PreflightError(
-                        f"{table}.{column.name} is {column.source_type}: SQL Replication does not capture tables with "
-                        "BOOLEAN columns", f"exclude {table} (source.exclude_tables) or change the column's type")
-        self.conn().rollback()
-        behind = self._capture_behind(hwm)
-        if behind is not None and behind > CAPTURE_BEHIND_WARN_S:
-            log.warning("Capture's synchpoint is %.0f s old (SYNCHTIME %s in %s.IBMSNAP_REGISTER): Capture is "
-                        "stopped or far behind, and windows end there; check VALUES "
-                        "%s.ASNCDCSERVICES('status','asncdc')",
-                        behind, hwm.time, self.cs, self.cs)
-
-    def _capture_behind(self, hwm: catalog.Synchpoint) -> float | None:
+    def capture_behind(self, hwm: catalog.Synchpoint) -> float | None:
         """Seconds from Capture's ``SYNCHTIME`` to the server's clock (None if Capture has not set one)."""
         if hwm.time is None:
             return None
-        now = self._fetch(Q.RETENTION.format(cs=self.cs))[0][2]
+        now = self.fetch(Q.RETENTION.format(cs=self.cs))[0][2]
         return None if now is None else (now - dt.datetime.fromisoformat(hwm.time)).total_seconds()
 
-    def _high_water_mark(self, required: bool = True) -> catalog.Synchpoint | None:
+    def high_water_mark(self, required: bool = True) -> catalog.Synchpoint | None:
         try:
             hwm = catalog.high_water_mark(self.conn(), self.cs)
         finally:
@@ -185,42 +152,190 @@ class Db2Source(Source):
 
     # ---- positions ------------------------------------------------------------------------------------------
 
-    def lake_positions(self, positions: Mapping[str, Position]) -> None:
-        self._anchors = [p for p in positions.values() if isinstance(p, CommitSeqPosition)]
-
-    def _uow_count(self, lo: str, hi: str) -> int:
-        rows = self._fetch(Q.UOW_COUNT.format(cs=self.cs), (bytes.fromhex(lo), bytes.fromhex(hi)))
+    def uow_count(self, lo: str, hi: str) -> int:
+        rows = self.fetch(Q.UOW_COUNT.format(cs=self.cs), (bytes.fromhex(lo), bytes.fromhex(hi)))
         return int(rows[0][0] or 0)
 
-    def _position_at(self, commitseq: str, anchors: list[CommitSeqPosition] | None = None,
+    def position_at(self, commitseq: str, anchors: list[CommitSeqPosition] | None = None,
                      captured_at: str | None = None) -> CommitSeqPosition:
-        return CommitSeqPosition(commitseq, clock_after(self._anchors if anchors is None else anchors, commitseq,
-                                                        self._uow_count), captured_at)
+        return CommitSeqPosition(commitseq, clock_after(self.anchors if anchors is None else anchors, commitseq,
+                                                        self.uow_count), captured_at)
 
-    def _position_at_hwm(self) -> CommitSeqPosition:
-        hwm = self._high_water_mark()
+    def position_at_hwm(self) -> CommitSeqPosition:
+        hwm = self.high_water_mark()
         assert hwm is not None
-        return self._position_at(hwm.seq, captured_at=hwm.time)
+        return self.position_at(hwm.seq, captured_at=hwm.time)
+
+class Db2Source(Source):
+    connector = "db2"
+    position_type = CommitSeqPosition
+
+    def __init__(self, config: Db2SourceConfig, context: SourceContext,
+                 connect: Callable[[], Any] | None = None) -> None:
+        self.config = config
+        self.context = context
+        self.types = Db2TypeMapper()
+        self.server = Db2Server(config, connect)
+        self.snapshot = Db2SnapshotReader(self.server, self.types)
+        self.log = Db2LogReader(self.server, self.types)
+
+    def close(self) -> None:
+        self.snapshot.end()
+        self.server.close()
+
+    def captured_tables(self) -> list[str]:
+        return sorted(t for t in self.server.registrations() if self.config.captures(t))
+
+    def preflight(self) -> None:
+        cs = self.server.cs
+        regs = self.server.registrations()
+        hwm = self.server.high_water_mark(required=False)
+        if hwm is None:
+            raise PreflightError(f"Capture has not recorded a synchpoint in {cs}.IBMSNAP_REGISTER: it has never "
+                                 "run, or not yet finished a commit cycle",
+                                 f"start it: VALUES {cs}.ASNCDCSERVICES('start','asncdc') (or asncap "
+                                 f"capture_schema={cs}), and check its status")
+        for table in sorted(t for t in regs if self.config.captures(t)):
+            reg = regs[table]
+            if reg.state != "A":
+                raise PreflightError(
+                    f"the registration of {table} is not active (STATE '{reg.state}'"
+                    + (f", {reg.state_info}" if reg.state_info else "") + "): Capture does not capture it",
+                    f"UPDATE {cs}.IBMSNAP_REGISTER SET STATE = 'A' WHERE SOURCE_OWNER = '{reg.source_owner}' "
+                    f"AND SOURCE_TABLE = '{reg.source_table}', then VALUES {cs}.ASNCDCSERVICES('reinit',"
+                    "'asncdc'); changes made while it was inactive are lost: "
+                    f"{command('snapshot', '--force', '--tables', table_regex(table))} afterwards")
+            for column in catalog.columns(self.server.conn(), reg.source_owner, reg.source_table):
+                if column.attrs.get("base") in NOT_CAPTURED:
+                    raise PreflightError(
+                        f"{table}.{column.name} is {column.source_type}: SQL Replication does not capture tables with "
+                        "BOOLEAN columns", f"exclude {table} (source.exclude_tables) or change the column's type")
+        self.server.conn().rollback()
+        behind = self.server.capture_behind(hwm)
+        if behind is not None and behind > CAPTURE_BEHIND_WARN_S:
+            log.warning("Capture's synchpoint is %.0f s old (SYNCHTIME %s in %s.IBMSNAP_REGISTER): Capture is "
+                        "stopped or far behind, and windows end there; check VALUES "
+                        "%s.ASNCDCSERVICES('status','asncdc')",
+                        behind, hwm.time, cs, cs)
+
+
+
+class Db2SnapshotReader(JdbcSnapshotReader):
+    """Tables read over Spark JDBC at the isolation ``source.snapshot.isolation`` says, optionally under SHARE locks
+    taken before the position (Capture's synchpoint)."""
+
+    def __init__(self, server: Db2Server, types: Db2TypeMapper) -> None:
+        super().__init__(server.config.snapshot)
+        self.server = server
+        self.config = server.config
+        self.types = types
+        self.cs = server.cs
+        self._snapshot: CommitSeqPosition | None = None
+        self._lock_conn: Any = None  # holds the snapshot's table locks (its transaction stays open)
+        self._held: set[str] = set()
+
+    def start(self, tables: list[str]) -> SnapshotStart:
+        regs = self.server.registrations()
+        for table in tables:
+            if table not in regs:
+                raise CdcError(f"{table} is not registered for capture in {self.cs}.IBMSNAP_REGISTER",
+                               f"CALL {self.cs}.ADDTABLE('<schema>', '<table>') and VALUES "
+                               f"{self.cs}.ASNCDCSERVICES('reinit','asncdc')", permanent=True)
+        if self.config.snapshot.lock_mode == "share":
+            self._lock_tables([regs[t] for t in tables])  # before the position: no write lands in between
+        position = self.server.position_at_hwm()
+        schemas = {t: catalog.table_schema(self.server.conn(), regs[t]) for t in tables}
+        self.server.conn().rollback()
+        self._snapshot = position
+        return SnapshotStart(position, schemas, {t: schema_ddl(s) for t, s in schemas.items()}, sorted(self._held))
+
+    def _lock_tables(self, regs: list[catalog.Registration]) -> None:
+        conn = self._lock_conn = self._lock_conn or self.server.connect_new()
+        try:
+            catalog.execute(conn, Q.LOCK_TIMEOUT.format(seconds=self.config.snapshot.lock_timeout))
+            for reg in regs:
+                catalog.execute(conn, Q.LOCK_TABLE.format(
+                    table=f"{quote_identifier(reg.source_owner)}.{quote_identifier(reg.source_table)}"))
+                self._held.add(reg.table)
+        except Exception as exc:
+            self.end()
+            raise CdcError(f"cannot lock {', '.join(r.table for r in regs)} IN SHARE MODE for the snapshot "
+                           f"within source.snapshot.lock_timeout ({self.config.snapshot.lock_timeout} s): {exc}",
+                           "wait for the transactions writing them to end, raise source.snapshot.lock_timeout, or "
+                           "set source.snapshot.lock_mode: none (the snapshot is exact without locks)") from None
+
+    def end(self, table: str | None = None) -> None:
+        if table is None:
+            self._held.clear()
+        else:
+            self._held.discard(table)
+        if not self._held and self._lock_conn is not None:
+            conn, self._lock_conn = self._lock_conn, None
+            try:
+                conn.rollback()  # ends the transaction: the locks go
+            finally:
+                conn.close()
+
+    def prepare(self, position: Position) -> None:
+        assert isinstance(position, CommitSeqPosition)
+        self._snapshot = position
+
+    # ---- the chunked read's queries -----------------------------------------------------------------------
+
+    def endpoint(self) -> JdbcEndpoint:
+        return self.server.connector.jdbc()
+
+    def properties(self, schema: TableSchema) -> dict[str, str]:
+        custom = ", ".join(f"`{c.name}` {self.types.read_type(c)}" for c in schema.columns)
+        props = {"customSchema": custom}
+        if "defaultIsolationLevel" not in self.config.jdbc_options:
+            props["defaultIsolationLevel"] = str(ISOLATION_LEVELS[self.config.snapshot.isolation])
+        return props
+
+    def select_sql(self, schema: TableSchema, where: str | None, chunks: ChunkPlan) -> str:
+        cols = ", ".join(f"{self.types.read_sql(c)} AS {quote_identifier(c.name)}" for c in schema.columns)
+        return Q.TABLE_READ.format(columns=cols, table=_table(schema), where=f" WHERE {where}" if where else "")
+
+    def key_range(self, schema: TableSchema, key: str, where: str | None) -> KeyRange | None:
+        if where:
+            return None  # a filtered read (reconcile, backfill) is small: one query
+        low, high, count = self.server.fetch(Q.KEY_RANGE.format(key=quote_identifier(key), table=_table(schema)))[0]
+        return None if low is None else KeyRange(int(low), int(high), int(count or 0))
+
+    def canonical(self, frame: DataFrame, schema: TableSchema) -> DataFrame:
+        return frame.selectExpr(*[f"CAST({self.types.canonical_sql(c, f'`{c.name}`')} AS "
+                                  f"{self.types.canonical_type(c)}) AS `{c.name}`" for c in schema.columns])
+
+
+class Db2LogReader(LogReader):
+    """Windows of the CD tables, ``(start, synchpoint]`` in commit sequences, read by Spark and assembled with the
+    UOW table into committed changes (the ``committed`` hand-over)."""
+
+    def __init__(self, server: Db2Server, types: Db2TypeMapper) -> None:
+        self.server = server
+        self.config = server.config
+        self.types = types
+        self.cs = server.cs
+
+    def lake_positions(self, positions: Mapping[str, Position]) -> None:
+        self.server.anchors = [p for p in positions.values() if isinstance(p, CommitSeqPosition)]
 
     def current_position(self) -> CommitSeqPosition:
-        return self._position_at_hwm()
-
-    def position_from_dict(self, data: Mapping[str, Any]) -> CommitSeqPosition:
-        return CommitSeqPosition.from_dict(data)
+        return self.server.position_at_hwm()
 
     def check_available(self, start: Position) -> None:
         """The CD tables still hold every change after ``start``: Capture did not start (cold) after it, and
         neither retention nor a subscription's prune point has pruned past it. Checked before a window is read
         and again after (pruning only moves forward, so rows read before a passing check were all there)."""
         assert isinstance(start, CommitSeqPosition)
-        rows = self._fetch(Q.RESTART.format(cs=self.cs))
+        rows = self.server.fetch(Q.RESTART.format(cs=self.cs))
         if rows and rows[0][4] is not None and seq_hex(bytes(rows[0][4])) > start.commitseq:
             first = seq_hex(bytes(rows[0][4]))
             raise PositionLostError(
                 f"Capture started (cold) at {show(first)}, after the lake's position {start.describe()}: the changes "
                 f"committed in between were never captured",
                 "re-snapshot the tables: cdclake snapshot --force")
-        oldest_raw, limit, now = self._fetch(Q.RETENTION.format(cs=self.cs))[0]
+        oldest_raw, limit, now = self.server.fetch(Q.RETENTION.format(cs=self.cs))[0]
         oldest = None if oldest_raw is None else seq_hex(bytes(oldest_raw))
         if oldest is None or oldest > start.commitseq:
             # the UOW table keeps nothing at or before the position: retention may have pruned past it, unless
@@ -237,18 +352,18 @@ class Db2Source(Source):
                     "re-snapshot the tables: cdclake snapshot --force; then run mining more often than the "
                     "retention limit, or raise it")
         regs: dict[str, catalog.Registration] | None = None
-        for owner, name, subscriptions, with_point, lowest in self._fetch(Q.PRUNE_POINTS.format(cs=self.cs)):
+        for owner, name, subscriptions, with_point, lowest in self.server.fetch(Q.PRUNE_POINTS.format(cs=self.cs)):
             table = f"{str(owner).strip()}.{str(name).strip()}"
             if not self.config.captures(table) or not subscriptions or with_point < subscriptions or lowest is None:
                 continue
             point = seq_hex(bytes(lowest))
             if point <= start.commitseq:
                 continue
-            regs = self._registrations() if regs is None else regs
+            regs = self.server.registrations() if regs is None else regs
             reg = regs.get(table)
             if reg is None:
                 continue
-            cd_oldest = self._fetch(Q.CD_OLDEST.format(cd=reg.cd_sql))[0][0]
+            cd_oldest = self.server.fetch(Q.CD_OLDEST.format(cd=reg.cd_sql))[0][0]
             if cd_oldest is not None and seq_hex(bytes(cd_oldest)) <= start.commitseq:
                 continue  # Capture has not pruned up to the point yet: nothing after the position is gone
             raise PositionLostError(
@@ -266,13 +381,13 @@ class Db2Source(Source):
         """Each table's CD rows after its position up to Capture's synchpoint (the distance, in CD rows) and
         the commit time of the oldest (one indexed count per table; nothing is scanned row by row). Changes
         Capture has not written yet (its own latency, ``COMMIT_INTERVAL``) are not seen."""
-        hwm = self._high_water_mark()
+        hwm = self.server.high_water_mark()
         assert hwm is not None
-        end = self._position_at(hwm.seq, captured_at=hwm.time)
-        behind = self._capture_behind(hwm)
+        end = self.server.position_at(hwm.seq, captured_at=hwm.time)
+        behind = self.server.capture_behind(hwm)
         note = (f"Capture's synchpoint is {behind:.0f} s old: changes after it are not counted"
                 if behind is not None and behind > 60 else None)
-        regs = self._registrations()
+        regs = self.server.registrations()
         oldest: dict[str, dt.datetime] = {}
         distance: dict[str, int] = {}
         for table, position in positions.items():
@@ -281,98 +396,15 @@ class Db2Source(Source):
                 if reg is not None:
                     distance[table] = 0
                 continue
-            count, first, _ = self._fetch(Q.CD_COUNT.format(cd=reg.cd_sql),
+            count, first, _ = self.server.fetch(Q.CD_COUNT.format(cd=reg.cd_sql),
                                           (bytes.fromhex(position.commitseq), bytes.fromhex(end.commitseq)))[0]
             distance[table] = int(count or 0)
             if first is not None:
-                at = self._fetch(Q.UOW_TIME.format(cs=self.cs), (bytes(first),))
+                at = self.server.fetch(Q.UOW_TIME.format(cs=self.cs), (bytes(first),))
                 if at and at[0][0] is not None:
                     oldest[table] = at[0][0]
         return PendingChanges(known=True, log_end=end, oldest=oldest, complete=True, distance=distance,
                               distance_unit="CD rows", scanned=sum(distance.values()), note=note)
-
-    # ---- snapshot -------------------------------------------------------------------------------------------
-
-    def snapshot_start(self, tables: list[str]) -> SnapshotStart:
-        regs = self._registrations()
-        for table in tables:
-            if table not in regs:
-                raise CdcError(f"{table} is not registered for capture in {self.cs}.IBMSNAP_REGISTER",
-                               f"CALL {self.cs}.ADDTABLE('<schema>', '<table>') and VALUES "
-                               f"{self.cs}.ASNCDCSERVICES('reinit','asncdc')", permanent=True)
-        if self.config.snapshot.lock_mode == "share":
-            self._lock_tables([regs[t] for t in tables])  # before the position: no write lands in between
-        position = self._position_at_hwm()
-        schemas = {t: catalog.table_schema(self.conn(), regs[t]) for t in tables}
-        self.conn().rollback()
-        self._snapshot = position
-        return SnapshotStart(position, schemas, {t: schema_ddl(s) for t, s in schemas.items()}, sorted(self._held))
-
-    def _lock_tables(self, regs: list[catalog.Registration]) -> None:
-        conn = self._lock_conn = self._lock_conn or self._connect()
-        try:
-            catalog.execute(conn, Q.LOCK_TIMEOUT.format(seconds=self.config.snapshot.lock_timeout))
-            for reg in regs:
-                catalog.execute(conn, Q.LOCK_TABLE.format(
-                    table=f"{quote_identifier(reg.source_owner)}.{quote_identifier(reg.source_table)}"))
-                self._held.add(reg.table)
-        except Exception as exc:
-            self.end_snapshot_read()
-            raise CdcError(f"cannot lock {', '.join(r.table for r in regs)} IN SHARE MODE for the snapshot "
-                           f"within source.snapshot.lock_timeout ({self.config.snapshot.lock_timeout} s): {exc}",
-                           "wait for the transactions writing them to end, raise source.snapshot.lock_timeout, or "
-                           "set source.snapshot.lock_mode: none (the snapshot is exact without locks)") from None
-
-    def end_snapshot_read(self, table: str | None = None) -> None:
-        if table is None:
-            self._held.clear()
-        else:
-            self._held.discard(table)
-        if not self._held and self._lock_conn is not None:
-            conn, self._lock_conn = self._lock_conn, None
-            try:
-                conn.rollback()  # ends the transaction: the locks go
-            finally:
-                conn.close()
-
-    def prepare_snapshot_read(self, position: Position) -> None:
-        assert isinstance(position, CommitSeqPosition)
-        self._snapshot = position
-
-    def snapshot_read(self, spark: SparkSession, schema: TableSchema, where: str | None = None) -> DataFrame:
-        types = self.types
-        cols = ", ".join(f"{types.read_sql(c)} AS {quote_identifier(c.name)}" for c in schema.columns)
-        table = f"{quote_identifier(schema.database)}.{quote_identifier(schema.table)}"
-        sql = Q.TABLE_READ.format(columns=cols, table=table, where=f" WHERE {where}" if where else "")
-        custom = ", ".join(f"`{c.name}` {types.read_type(c)}" for c in schema.columns)
-        props = jdbc_properties(self.config, custom)
-        props["fetchsize"] = str(self.config.snapshot.fetch_size)
-        props.setdefault("defaultIsolationLevel", str(ISOLATION_LEVELS[self.config.snapshot.isolation]))
-        bounds = self._partition_bounds(schema, table, where)
-        if bounds is None:
-            frame = read_jdbc(spark, self.config.spark_jdbc_url(), sql, props)
-        else:
-            key, low, high, parts = bounds
-            frame = read_jdbc(spark, self.config.spark_jdbc_url(), sql, props, column=key, lower_bound=low,
-                              upper_bound=high + 1, num_partitions=parts)
-        return frame.selectExpr(*[f"CAST({types.canonical_sql(c, f'`{c.name}`')} AS {types.canonical_type(c)}) "
-                                  f"AS `{c.name}`" for c in schema.columns])
-
-    def _partition_bounds(self, schema: TableSchema, table: str, where: str | None) -> tuple[str, int, int, int] | None:
-        if len(schema.primary_key) != 1:
-            return None
-        key = schema.column(schema.primary_key[0])
-        if key.attrs.get("base") not in ("SMALLINT", "INTEGER", "BIGINT"):
-            return None
-        sql = Q.KEY_RANGE.format(key=quote_identifier(key.name), table=table)
-        if where:
-            return None  # a filtered read (reconcile, backfill) is small: one query
-        low, high, count = self._fetch(sql)[0]
-        per = self.config.snapshot.min_rows_per_partition
-        parts = min(self.config.snapshot.partitions, max(1, int(count or 0) // per))
-        if low is None or parts < 2:
-            return None
-        return key.name, int(low), int(high), parts
 
     # ---- mining ----------------------------------------------------------------------------------------------
 
@@ -380,16 +412,16 @@ class Db2Source(Source):
         start = request.start
         assert isinstance(start, CommitSeqPosition)
         limit = request.end_limit
-        hwm = self._high_water_mark()
+        hwm = self.server.high_water_mark()
         assert hwm is not None
         hi, captured_at = hwm.seq, hwm.time
         if isinstance(limit, CommitSeqPosition) and limit.commitseq < hi:
             hi, captured_at = limit.commitseq, limit.captured_at
         if hi <= start.commitseq:
             return sink.committed(CommittedWindow(start, None, dict(_EMPTY_STATS)))
-        anchors = [start] + [a for a in self._anchors if start.commitseq <= a.commitseq <= hi]
-        end = self._position_at(hi, anchors, captured_at)
-        regs = self._registrations()
+        anchors = [start] + [a for a in self.server.anchors if start.commitseq <= a.commitseq <= hi]
+        end = self.server.position_at(hi, anchors, captured_at)
+        regs = self.server.registrations()
         reads: list[TableRead] = []
         ddls: list[Ddl] = []
         changed: list[tuple[str, catalog.Registration, TableSchema, TableSchema, int | None, int, Ddl]] = []
@@ -407,7 +439,7 @@ class Db2Source(Source):
             floor = request.floors.get(table)
             floor = floor if floor is not None and floor > start.clock else None
             version = request.versions.get(table, 0)
-            current = catalog.table_schema(self.conn(), reg)
+            current = catalog.table_schema(self.server.conn(), reg)
             if _shape(current) == _shape(schema):
                 reads.append(TableRead(table, reg, schema, version, self._cd_count(reg, start.commitseq, hi), floor))
                 continue
@@ -441,17 +473,17 @@ class Db2Source(Source):
     def _check_cd_table(self, table: str, reg: catalog.Registration, start: CommitSeqPosition, hi: str) -> None:
         """A CD table created after the lake's position (REMOVETABLE + ADDTABLE: the offline procedure) lost the
         changes its predecessor held, if any transaction committed in between and it was not reloaded."""
-        cd = catalog.catalog_table(self.conn(), reg.cd_owner, reg.cd_table)
-        self.conn().rollback()
+        cd = catalog.catalog_table(self.server.conn(), reg.cd_owner, reg.cd_table)
+        self.server.conn().rollback()
         if cd is None or cd.created is None:
             return
         if start.captured_at and cd.created < dt.datetime.fromisoformat(start.captured_at):
             return
-        rows = self._fetch(Q.UOW_LAST_BEFORE.format(cs=self.cs),
+        rows = self.server.fetch(Q.UOW_LAST_BEFORE.format(cs=self.cs),
                            (cd.created, bytes.fromhex(start.commitseq), bytes.fromhex(hi)))
         if not rows or rows[0][0] is None:
             return  # nothing committed between the position and the new CD table
-        cd_oldest = self._fetch(Q.CD_OLDEST.format(cd=reg.cd_sql))[0][0]
+        cd_oldest = self.server.fetch(Q.CD_OLDEST.format(cd=reg.cd_sql))[0][0]
         if cd_oldest is not None and seq_hex(bytes(cd_oldest)) <= start.commitseq:
             return  # recreated and reloaded with its rows
         last = seq_hex(bytes(rows[0][0]))
@@ -464,7 +496,7 @@ class Db2Source(Source):
             "the lake has everything (docs/db2.md, offline procedure)")
 
     def _cd_count(self, reg: catalog.Registration, lo: str, hi: str) -> int:
-        rows = self._fetch(Q.CD_COUNT.format(cd=reg.cd_sql), (bytes.fromhex(lo), bytes.fromhex(hi)))
+        rows = self.server.fetch(Q.CD_COUNT.format(cd=reg.cd_sql), (bytes.fromhex(lo), bytes.fromhex(hi)))
         return int(rows[0][0] or 0)
 
     def _schema_change(self, table: str, reg: catalog.Registration, old: TableSchema, new: TableSchema,
@@ -472,16 +504,16 @@ class Db2Source(Source):
         """The change from the history's ``old`` to the catalog's ``new`` columns, placed after the last transaction
         that committed before the source or CD table was last altered (Capture captures nothing of a table between
         the procedures' deactivation and reactivation, so no row of the table lies between)."""
-        times = [t.altered for t in (catalog.catalog_table(self.conn(), reg.source_owner, reg.source_table),
-                                     catalog.catalog_table(self.conn(), reg.cd_owner, reg.cd_table))
+        times = [t.altered for t in (catalog.catalog_table(self.server.conn(), reg.source_owner, reg.source_table),
+                                     catalog.catalog_table(self.server.conn(), reg.cd_owner, reg.cd_table))
                  if t is not None and t.altered is not None]
         cut = start.commitseq
         if times:
-            rows = self._fetch(Q.UOW_LAST_BEFORE.format(cs=self.cs),
+            rows = self.server.fetch(Q.UOW_LAST_BEFORE.format(cs=self.cs),
                                (max(times), bytes.fromhex(start.commitseq), bytes.fromhex(hi)))
             if rows and rows[0][0] is not None:
                 cut = seq_hex(bytes(rows[0][0]))
-        at = self._position_at(cut, anchors)
+        at = self.server.position_at(cut, anchors)
         # between the last commit before the change (number n) and the next one (n + 1, its rows n + 1 + k)
         position = CommitSeqPosition(cut, at.clock + 1)
         renames = {o.name: n.name for o, n in zip(old.columns, new.columns, strict=False)
@@ -525,6 +557,11 @@ class Db2Source(Source):
             return sink.committed(CommittedWindow(end, kept if stats["events"] else None, stats, ddls))
         finally:
             kept.unpersist()
+
+
+
+def _table(schema: TableSchema) -> str:
+    return f"{quote_identifier(schema.database)}.{quote_identifier(schema.table)}"
 
 
 def _shape(schema: TableSchema) -> list[tuple[str, str, Any]]:

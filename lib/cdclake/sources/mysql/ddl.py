@@ -16,8 +16,8 @@ here; they are small and regular, and anything this parser does not understand i
 The tokenizer and token cursor are shared with the Oracle parser (:mod:`cdclake.sqltokens`);
 MySQL's lexical rules are ``MYSQL_DIALECT`` below.
 
->>> out = apply_ddl("ALTER TABLE t ADD COLUMN b INT AFTER a", "shop",
-...                 {"shop.t": TableSchema("shop", "t", [column_from_definition("a", "int")])})
+>>> out = apply_ddl("ALTER TABLE t ADD COLUMN b INT AFTER a",
+...                 {"shop.t": TableSchema("shop", "t", [column_from_definition("a", "int")])}, "shop")
 >>> out.changes["shop.t"].column_names
 ['a', 'b']
 """
@@ -29,6 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from cdclake.errors import DdlParseError
+from cdclake.kit import SchemaRegistry
 from cdclake.schema import Column, TableSchema, UniqueKey
 from cdclake.sources.mysql.types import column_from_definition
 from cdclake.spi import DdlOutcome
@@ -294,76 +295,7 @@ class _Keys:
 # ---- statement handlers -------------------------------------------------------------------------
 
 
-class _Registry:
-    """Case-insensitive view of the schemas, tracking the changes one statement makes."""
-
-    def __init__(self, schemas: dict[str, TableSchema], default_database: str | None) -> None:
-        self.current: dict[str, TableSchema] = dict(schemas)
-        self.default_database = default_database
-        self.outcome = DdlOutcome()
-        self._before = {k.lower(): k for k in schemas}
-        self._origin: dict[str, str] = {}  # name now -> name before the statement
-
-    def resolve(self, db: str | None, table: str) -> str:
-        db = db or self.default_database
-        if db is None:
-            raise SqlParseError(f"table {table!r} has no database and there is no default database")
-        qualified = f"{db}.{table}"
-        for key in self.current:
-            if key.lower() == qualified.lower():
-                return key
-        return qualified
-
-    def known(self, key: str) -> bool:
-        return key in self.current
-
-    def put(self, key: str, schema: TableSchema) -> None:
-        self.current[key] = schema
-        self.outcome.changes[key] = schema
-
-    def create(self, key: str, schema: TableSchema) -> None:
-        """``key`` made anew by the statement: it starts empty, whatever a table of that name held."""
-        self.put(key, schema)
-        if key not in self.outcome.created:
-            self.outcome.created.append(key)
-
-    def drop(self, key: str) -> None:
-        del self.current[key]
-        self.outcome.changes[key] = None
-        self._origin.pop(key, None)
-
-    def rename(self, old: str, new: str) -> None:
-        db, _, table = new.partition(".")
-        schema = self.current.pop(old)
-        origin = self._origin.pop(old, old)
-        self.current[new] = schema.renamed(db, table)
-        self._origin[new] = origin
-        self.outcome.changes[new] = self.current[new]
-        if old.lower() in self._before and old not in self.current:
-            self.outcome.changes[old] = None
-        if new in self.outcome.changes and origin != new:
-            self.outcome.renamed_from[new] = origin
-        self.outcome.renamed_from.pop(old, None)
-
-    def finish(self) -> DdlOutcome:
-        out = self.outcome
-        # Names that existed neither before nor after (rename intermediates) are not changes.
-        for key in list(out.changes):
-            if key in self.current:
-                out.changes[key] = self.current[key]
-            elif key.lower() in self._before:
-                out.changes[key] = None
-            else:
-                del out.changes[key]
-        out.renamed_from = {k: v for k, v in out.renamed_from.items() if k != v and k in self.current}
-        out.created = [k for k in out.created if k in self.current and k not in out.renamed_from]
-        out.reread = {k: v for k, v in out.reread.items() if k in self.current}
-        out.unknown = {k: v for k, v in out.unknown.items() if k not in self.current}
-        out.ignored = not out.changes and not out.truncated
-        return out
-
-
-def _create_table(cur: TokenCursor, reg: _Registry) -> None:
+def _create_table(cur: TokenCursor, reg: SchemaRegistry) -> None:
     or_replace = cur.accept("OR", "REPLACE")
     if cur.accept("TEMPORARY"):
         return  # session-local, never row-logged
@@ -445,7 +377,7 @@ def _create_table(cur: TokenCursor, reg: _Registry) -> None:
                              _key_spelling(columns, keys.keys)))
 
 
-def _create_unique_index(cur: TokenCursor, reg: _Registry, or_replace: bool) -> None:
+def _create_unique_index(cur: TokenCursor, reg: SchemaRegistry, or_replace: bool) -> None:
     """``CREATE UNIQUE INDEX [IF NOT EXISTS] name [USING t] ON tbl (parts)``: a unique key."""
     if not cur.accept("INDEX"):
         return
@@ -469,7 +401,7 @@ def _create_unique_index(cur: TokenCursor, reg: _Registry, or_replace: bool) -> 
     reg.put(key, schema.with_columns(schema.columns, None, _key_spelling(schema.columns, keys.keys)))
 
 
-def _drop_index(cur: TokenCursor, reg: _Registry) -> None:
+def _drop_index(cur: TokenCursor, reg: SchemaRegistry) -> None:
     """``DROP INDEX [IF EXISTS] name ON tbl``: a unique key may go."""
     cur.accept("IF", "EXISTS")
     name = cur.name()
@@ -549,7 +481,7 @@ def _place(columns: list[Column], col: Column, position: tuple[str, str | None] 
         columns.insert(k + 1, col)
 
 
-def _alter_table(cur: TokenCursor, reg: _Registry) -> None:
+def _alter_table(cur: TokenCursor, reg: SchemaRegistry) -> None:
     cur.accept("ONLINE")
     cur.accept("IGNORE")
     if not cur.accept("TABLE"):
@@ -770,7 +702,7 @@ def _strict_spec(c: TokenCursor, spec: list[Token]) -> bool:
     return spec[0].up in ("DROP", "RENAME")
 
 
-def _partition_rows(c: TokenCursor, reg: _Registry, key: str, op: str) -> None:
+def _partition_rows(c: TokenCursor, reg: SchemaRegistry, key: str, op: str) -> None:
     """A partition statement that moves rows without row events: every table whose rows it changes is read
     again (``TRUNCATE``/``EXCHANGE PARTITION``, and MariaDB's ``CONVERT PARTITION p TO TABLE t`` /
     ``CONVERT TABLE t TO PARTITION p``, which make and drop a table)."""
@@ -837,7 +769,7 @@ def _with_table_charset(d: _ColumnDef, schema: TableSchema, old: Column | None) 
     return replace(col, attrs={**col.attrs, "charset": _guess_table_charset(schema, old)})
 
 
-def _drop_table(cur: TokenCursor, reg: _Registry) -> None:
+def _drop_table(cur: TokenCursor, reg: SchemaRegistry) -> None:
     if cur.accept("TEMPORARY"):
         return
     cur.accept("ONLINE") or cur.accept("OFFLINE")
@@ -862,7 +794,7 @@ def _drop_table(cur: TokenCursor, reg: _Registry) -> None:
     cur.accept("RESTRICT") or cur.accept("CASCADE")
 
 
-def _rename_table(cur: TokenCursor, reg: _Registry) -> None:
+def _rename_table(cur: TokenCursor, reg: SchemaRegistry) -> None:
     if not cur.accept("TABLE"):
         return  # RENAME USER
     while True:
@@ -882,7 +814,7 @@ def _rename_table(cur: TokenCursor, reg: _Registry) -> None:
             break
 
 
-def _truncate(cur: TokenCursor, reg: _Registry) -> None:
+def _truncate(cur: TokenCursor, reg: SchemaRegistry) -> None:
     cur.accept("TABLE")
     key = reg.resolve(*cur.qualified_name())
     if reg.known(key):
@@ -954,7 +886,7 @@ def tables_named(statement: str, default_database: str | None, schemas: dict[str
     return found
 
 
-def apply_ddl(statement: str, default_database: str | None, schemas: dict[str, TableSchema]) -> DdlOutcome:
+def apply_ddl(statement: str, schemas: dict[str, TableSchema], default_database: str | None) -> DdlOutcome:
     """Apply one DDL statement to ``schemas`` (not mutated) and return what it changed.
 
     Statements that do not shape tables (GRANT, SET, CREATE DATABASE/INDEX/VIEW, SAVEPOINT, ...)
@@ -964,7 +896,7 @@ def apply_ddl(statement: str, default_database: str | None, schemas: dict[str, T
     try:
         toks = tokenize(statement, MYSQL_DIALECT)
         cur = TokenCursor(statement, toks)
-        reg = _Registry(schemas, default_database)
+        reg = SchemaRegistry(schemas, default_database, fold_case=True)
         if cur.accept("CREATE"):
             _create_table(cur, reg)
         elif cur.accept("ALTER"):

@@ -1,12 +1,4 @@
-"""The MySQL/MariaDB source: JDBC snapshots and binlog mining over the replication protocol.
-
-Snapshot method (exact although JDBC partitions read at different moments): under ``LOCK TABLES
-... READ`` (no DDL, no commits to those tables) the binlog end is recorded as the low-watermark and
-each table's ``SHOW CREATE TABLE`` is parsed; the locks are released and the partitions are read
-in parallel. Mining then starts at the low-watermark. A change committed after it may already be
-visible to a partition read, but it is re-applied from the binlog with a higher sequence and full
-row images (``binlog_row_image=FULL``), so the apply rules (newest sequence wins, deletes by key)
-converge on the source state.
+"""The MySQL/MariaDB source: JDBC snapshots (:mod:`.snapshot`) and binlog mining over the replication protocol.
 
 Binlog rows are decoded with the schema the schema history holds at their position: the TableMap
 columns are renamed/typed from it before a row is read, never from today's information_schema.
@@ -23,13 +15,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pymysql
 
-from cdclake.errors import CdcError, DdlParseError, PreflightError
+from cdclake.errors import CdcError, DdlParseError
 from cdclake.schema import TableSchema
 from cdclake.sources.mysql import lag, preflight, splits
 from cdclake.sources.mysql.config import MySqlSourceConfig
+from cdclake.sources.mysql.connection import MySqlConnector
 from cdclake.sources.mysql.ddl import apply_ddl, tables_named
 from cdclake.sources.mysql.position import BinlogPosition
 from cdclake.sources.mysql.schema_change import NotEvaluable, evaluation_sql, existing_rows
+from cdclake.sources.mysql.snapshot import MySqlSnapshotReader
 from cdclake.sources.mysql.types import MySqlTypeMapper, table_map_overrides
 from cdclake.spi import (
     Begin,
@@ -37,21 +31,20 @@ from cdclake.spi import (
     CommittedWindow,
     Ddl,
     LogRecord,
+    PendingChanges,
     Position,
-    RecordSource,
+    RecordLogReader,
     Rollback,
     RowChange,
-    SnapshotStart,
-    SplitPlan,
+    Source,
     WindowEnd,
     WindowRequest,
     WindowSink,
 )
-from cdclake.spi.jdbc import read_jdbc
-from cdclake.spi.source import PENDING_SCAN_EVENTS, PendingChanges
+from cdclake.spi.window import PENDING_SCAN_EVENTS
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -60,49 +53,34 @@ _TXN_CONTROL = re.compile(r"^\s*(BEGIN|COMMIT|ROLLBACK|XA\s|SAVEPOINT|ROLLBACK\s
 FL_STANDALONE = 1  # MariaDB GTID flag: the group has no BEGIN/COMMIT (DDL)
 
 
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 def _utc(ts: int | None) -> datetime | None:
     return None if ts is None else datetime.fromtimestamp(ts, timezone.utc).replace(tzinfo=None)
 
 
-class MySqlSource(RecordSource):
+class MySqlSource(Source):
+    position_type = BinlogPosition
+
     def __init__(self, config: MySqlSourceConfig, skip_unparsable_ddl: bool = False) -> None:
         self.config = config
         self.connector = config.type
         self.types = MySqlTypeMapper()
         self.skip_unparsable_ddl = skip_unparsable_ddl
+        self.connection = MySqlConnector(config)
+        self.snapshot = MySqlSnapshotReader(self.connection, self.types)
+        self.log = MySqlLogReader(self)
         self._flavor: str | None = None
-        self._lock: pymysql.connections.Connection | None = None  # holds a snapshot's READ locks
-        self._held: set[str] = set()
-
-    # ---- connections -----------------------------------------------------------------------------
 
     def connection_settings(self) -> dict[str, Any]:
-        return {
-            "host": self.config.host,
-            "port": self.config.port,
-            "user": self.config.user,
-            "password": self.config.password.get_secret_value(),
-            "connect_timeout": self.config.connect_timeout,
-        }
+        return self.connection.settings()
 
     def connect(self) -> pymysql.connections.Connection:
-        s = self.connection_settings()
-        try:
-            return pymysql.connect(
-                host=s["host"], port=s["port"], user=s["user"], password=s["password"],
-                connect_timeout=s["connect_timeout"], autocommit=True, charset="utf8mb4",
-            )
-        except pymysql.err.OperationalError as exc:
-            raise PreflightError(
-                f"cannot connect to {self.config.type} at {self.config.host}:{self.config.port} as "
-                f"{self.config.user}: {exc.args[-1] if exc.args else exc}",
-                "check source.host, source.port, source.user and the password variable, and that the server runs",
-                permanent=False,  # unreachable now: a later run may connect
-            ) from None
+        return self.connection.connect()
+
+    def split_server_id_base(self) -> int:
+        """The first server id of the connections split tasks open (one per split)."""
+        if self.config.split_server_id_base is not None:
+            return self.config.split_server_id_base
+        return (self.config.server_id + 1_000_000) % (2**32 - 1000) or 1
 
     @property
     def flavor(self) -> str:
@@ -113,8 +91,6 @@ class MySqlSource(RecordSource):
             finally:
                 conn.close()
         return self._flavor
-
-    # ---- Source interface ------------------------------------------------------------------------
 
     def preflight(self) -> None:
         conn = self.connect()
@@ -137,166 +113,39 @@ class MySqlSource(RecordSource):
             conn.close()
         return [n for n in names if self.config.captures(n)]
 
-    def snapshot_start(self, tables: list[str]) -> SnapshotStart:
-        """Under ``LOCK TABLES ... READ``: the binlog end and each table's ``SHOW CREATE TABLE``.
 
-        The locks are released at once, unless a table has no row key: a multiset cannot take the
-        re-applied changes a keyed table converges with, so the locks stay (writers to these tables
-        wait; readers do not) until the engine has read every such table (:meth:`end_snapshot_read`).
-        """
-        self.end_snapshot_read()
-        conn = self.connect()
-        held: list[str] = []
-        try:
-            with conn.cursor() as cur:
-                locks = ", ".join(f"{_q(t.split('.', 1)[0])}.{_q(t.split('.', 1)[1])} READ" for t in tables)
-                cur.execute(f"LOCK TABLES {locks}")
-                try:
-                    position = preflight.binlog_end(conn)
-                    schemas: dict[str, TableSchema] = {}
-                    ddl: dict[str, str] = {}
-                    for t in tables:
-                        db, name = t.split(".", 1)
-                        cur.execute(f"SHOW CREATE TABLE {_q(db)}.{_q(name)}")
-                        text = cur.fetchone()[1]
-                        outcome = apply_ddl(text, db, {})
-                        schema = next(s for s in outcome.changes.values() if s is not None)
-                        schemas[t] = schema.renamed(db, name)
-                        ddl[t] = text
-                    held = [t for t in tables if schemas[t].row_key().kind == "none"]
-                finally:
-                    if not held:
-                        cur.execute("UNLOCK TABLES")
-        finally:
-            if held:
-                self._lock, self._held = conn, set(held)
-            else:
-                conn.close()
-        return SnapshotStart(position, schemas, ddl, held)
+class MySqlLogReader(RecordLogReader):
+    """The binlog, read over the replication protocol: on the driver, or split by split in Spark tasks."""
 
-    def end_snapshot_read(self, table: str | None = None) -> None:
-        if table is None:
-            self._held.clear()
-        else:
-            self._held.discard(table)
-        if not self._held and self._lock is not None:
-            conn, self._lock = self._lock, None
-            try:
-                with conn.cursor() as cur:
-                    cur.execute("UNLOCK TABLES")
-            finally:
-                conn.close()
-
-    def close(self) -> None:
-        self.end_snapshot_read()
-
-    def jdbc_url(self) -> str:
-        # The mysql scheme makes Spark pick its MySQL dialect (backquoted identifiers); the MariaDB
-        # driver accepts it with permitMysqlScheme.
-        return f"jdbc:mysql://{self.config.host}:{self.config.port}/?permitMysqlScheme"
-
-    def jdbc_options(self) -> dict[str, str]:
-        opts = {
-            "url": self.jdbc_url(),
-            "driver": "org.mariadb.jdbc.Driver",
-            "user": self.config.user,
-            "password": self.config.password.get_secret_value(),
-            "fetchsize": str(self.config.snapshot.fetch_size),
-            # Canonical values must not depend on the server's or the JVM's zone.
-            "sessionInitStatement": "SET time_zone = '+00:00'",
-        }
-        opts.update(self.config.jdbc_options)
-        return opts
-
-    def snapshot_read(self, spark: SparkSession, schema: TableSchema, where: str | None = None) -> DataFrame:
-        db, name = schema.database, schema.table
-        select = ", ".join(self.types.snapshot_select_sql(c) for c in schema.columns)
-        filter_sql = f" WHERE {where}" if where else ""
-        query = f"(SELECT {select} FROM {_q(db)}.{_q(name)}{filter_sql}) AS cdclake_snapshot"
-        # read_jdbc: CHAR, ENUM and SET values come as the server sends them, not blank-padded by
-        # Spark, so they equal what the binlog carries.
-        options = self.jdbc_options()
-        url = options.pop("url")
-        bounds = self._partition_bounds(schema, filter_sql)
-        if bounds is not None:
-            column, low, high, parts = bounds
-            frame = read_jdbc(spark, url, query, options, column=column, lower_bound=low, upper_bound=high + 1,
-                              num_partitions=parts)
-        else:
-            frame = read_jdbc(spark, url, query, options)
-        return frame.selectExpr(
-            *[f"CAST({_q(c.name)} AS {self.types.canonical_type(c)}) AS {_q(c.name)}" for c in schema.columns]
-        )
-
-    def filter_identifier(self, name: str) -> str:
-        return _q(name)  # backquotes: MySQL's and Spark SQL's identifier quotes alike
-
-    def _partition_bounds(self, schema: TableSchema, filter_sql: str = "") -> tuple[str, int, int, int] | None:
-        """Key ranges for parallel reads: an integer primary key split into ``snapshot.partitions``."""
-        if len(schema.primary_key) != 1:
-            return None
-        key = schema.column(schema.primary_key[0])
-        if key.attrs.get("base") not in ("tinyint", "smallint", "mediumint", "int", "integer", "bigint"):
-            return None
-        if key.attrs.get("base") == "bigint" and key.attrs.get("unsigned"):
-            return None
-        conn = self.connect()
-        try:
-            with conn.cursor() as cur:
-                cur.execute(
-                    "SELECT table_rows FROM information_schema.tables WHERE table_schema = %s AND table_name = %s",
-                    (schema.database, schema.table),
-                )
-                row = cur.fetchone()
-                estimate = int(row[0] or 0) if row else 0
-                parts = min(self.config.snapshot.partitions,
-                            max(1, estimate // self.config.snapshot.min_rows_per_partition))
-                if parts < 2:
-                    return None
-                cur.execute(f"SELECT MIN({_q(key.name)}), MAX({_q(key.name)}) FROM "
-                            f"{_q(schema.database)}.{_q(schema.table)}{filter_sql}")
-                low, high = cur.fetchone()
-        finally:
-            conn.close()
-        if low is None:
-            return None
-        return key.name, int(low), int(high), parts
+    def __init__(self, source: MySqlSource) -> None:
+        self.source = source
+        self.config = source.config
 
     def current_position(self) -> BinlogPosition:
-        conn = self.connect()
+        conn = self.source.connect()
         try:
             return preflight.binlog_end(conn)
         finally:
             conn.close()
 
-    def position_from_dict(self, data: Mapping[str, Any]) -> BinlogPosition:
-        return BinlogPosition.from_dict(data)
-
-    def check_available(self, start: BinlogPosition) -> None:  # type: ignore[override]
-        conn = self.connect()
+    def check_available(self, start: Position) -> None:
+        assert isinstance(start, BinlogPosition)
+        conn = self.source.connect()
         try:
-            preflight.check_binlog_available(conn, start, self.flavor, resume_by=self.config.position_mode)
+            preflight.check_binlog_available(conn, start, self.source.flavor, resume_by=self.config.position_mode)
         finally:
             conn.close()
 
-    def pending_changes(self, positions: Mapping[str, BinlogPosition],  # type: ignore[override]
+    def pending_changes(self, positions: Mapping[str, Position],
                         carried: Mapping[str, frozenset[str]] | None = None,
                         max_events: int = PENDING_SCAN_EVENTS) -> PendingChanges:
         """Binlog bytes to the log end and each table's oldest pending commit (:mod:`.lag`)."""
-        return lag.pending_changes(self, positions, max_events)  # windows end on commits: nothing is carried
-
-    # ---- mining ----------------------------------------------------------------------------------
-
-    def split_server_id_base(self) -> int:
-        """The first server id of the connections split tasks open (one per split)."""
-        if self.config.split_server_id_base is not None:
-            return self.config.split_server_id_base
-        return (self.config.server_id + 1_000_000) % (2**32 - 1000) or 1
+        return lag.pending_changes(self.source, positions, max_events)  # windows end on commits: nothing is carried
 
     def mine_window(self, spark: SparkSession, request: WindowRequest, sink: WindowSink) -> Position:
         """A window large enough is decoded by Spark tasks, split by split (:mod:`.splits`); others, and a
         window that starts with a statement of a captured table, by the driver."""
-        planned = splits.plan(self, request)
+        planned = splits.plan(self.source, request)
         if planned.plan is None:
             return super().mine_window(spark, _first_transaction(request) if planned.driver_first else request, sink)
         plan = planned.plan
@@ -317,11 +166,11 @@ class MySqlSource(RecordSource):
         end, stats = closing.end, closing.stats
         return self._split_job(lambda: sink.committed(CommittedWindow(end, rows, stats)))
 
-    def _close(self, spark: SparkSession, plan: SplitPlan, request: WindowRequest) -> splits.Closing:
+    def _close(self, spark: SparkSession, plan: splits.SplitPlan, request: WindowRequest) -> splits.Closing:
         """Pass 1 over ``plan``'s splits (statements, misfits, counts: no image is built), judged."""
         controls = self._split_job(lambda: splits.read(spark, plan, "controls").where("kind <> 'change'").select(
             "kind", "source_table", "seq", "position", "before", "after", "raw").collect())
-        return splits.close(self, plan, request, controls)
+        return splits.close(self.source, plan, request, controls)
 
     def _split_job(self, job: Callable[[], _T]) -> _T:
         """Run a Spark job over splits; a task's failure (the JVM's trace) becomes which split failed and why."""
@@ -333,19 +182,13 @@ class MySqlSource(RecordSource):
                 raise
             raise CdcError(failure, "check that the binlog from the window's start is still on the server "
                            "('cdclake status'), that the tasks can reach it and that the server ids "
-                           f"{self.split_server_id_base()}.. are free (source.split_server_id_base); "
+                           f"{self.source.split_server_id_base()}.. are free (source.split_server_id_base); "
                            "or decode on the driver: mining.decoder: driver") from None
 
-    def mine(  # type: ignore[override]
-        self,
-        start: BinlogPosition,
-        end: BinlogPosition,
-        schemas: dict[str, TableSchema],
-        next_schema_version: int,
-        max_events: int | None = None,
-        floors: dict[str, int] | None = None,
-    ) -> Iterator[LogRecord]:
-        reader = _BinlogWindow(self, start, end, dict(schemas), next_schema_version, max_events, floors or {})
+    def records(self, request: WindowRequest) -> Iterator[LogRecord]:
+        assert isinstance(request.start, BinlogPosition) and isinstance(request.end_limit, BinlogPosition)
+        reader = _BinlogWindow(self.source, request.start, request.end_limit, dict(request.schemas),
+                               request.next_schema_version, request.max_events, dict(request.floors))
         yield from reader.run()
 
 
@@ -579,7 +422,7 @@ class _BinlogWindow:
              commit_ts: datetime | None, session: tuple[str | None, int] = (None, 0)) -> list[LogRecord]:
         captured = self.source.config.captures
         try:
-            outcome = apply_ddl(sql, database, self.schemas)
+            outcome = apply_ddl(sql, self.schemas, database)
         except DdlParseError as exc:
             reason = exc.problem.split(": ", 1)[-1]
             if self.source.skip_unparsable_ddl:

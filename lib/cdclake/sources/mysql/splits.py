@@ -32,7 +32,7 @@ from cdclake.sources.mysql.ddl import apply_ddl
 from cdclake.sources.mysql.lag import binlog_sizes
 from cdclake.sources.mysql.position import OFFSET_SPAN, BinlogPosition, file_sequence
 from cdclake.sources.mysql.types import _BINARIES, _INTEGERS, _SPATIAL, _TEXTS, _charset_encoding
-from cdclake.spi.source import Split, SplitPlan, WindowRequest
+from cdclake.spi import Position, WindowRequest
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -166,6 +166,29 @@ def _first_group_has_statement(cur: Any, start: BinlogPosition) -> bool:
         if kind in ("Xid", "Rotate", "Stop"):
             return False
     return False
+
+
+@dataclass(frozen=True)
+class Split:
+    """A piece of a window's log that one Spark task decodes: whole transactions, from ``start`` to ``end``.
+    ``detail`` is what the reader needs of it (JSON-serialisable)."""
+
+    index: int
+    start: Position
+    end: Position
+    detail: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class SplitPlan:
+    """A window planned as splits: ``reader`` (a Spark data source) decodes each split in a task of its own,
+    given ``options``; ``end`` is where the window ends unless something in it stops it earlier."""
+
+    splits: list[Split]
+    end: Position
+    reader: str
+    options: Mapping[str, str]
+    total_bytes: int = 0
 
 
 @dataclass
@@ -321,7 +344,7 @@ class Closing:
 def _matters(source: MySqlSource, sql: str, database: str | None, schemas: Mapping[str, TableSchema]) -> bool:
     """Whether a statement may change what the window's captured tables hold or how their rows decode."""
     try:
-        outcome = apply_ddl(sql, database, dict(schemas))
+        outcome = apply_ddl(sql, dict(schemas), database)
     except DdlParseError:
         return True  # the driver path decides (park, skip, ignore)
     if outcome.ignored:

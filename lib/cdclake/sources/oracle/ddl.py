@@ -32,6 +32,7 @@ import re
 from dataclasses import dataclass, replace
 
 from cdclake.errors import DdlParseError
+from cdclake.kit import SchemaRegistry
 from cdclake.schema import Column, TableSchema, UniqueKey
 from cdclake.sources.oracle.types import column_from_oracle
 from cdclake.spi import UNLOGGED, DdlOutcome
@@ -299,75 +300,16 @@ _CONSTRAINT_START = ("CONSTRAINT", "PRIMARY", "UNIQUE", "FOREIGN", "CHECK")
 # ---- registry ------------------------------------------------------------------------------------
 
 
-class _Registry:
-    """The schemas by exact ``OWNER.TABLE`` key, tracking the changes one statement makes."""
-
-    def __init__(self, schemas: dict[str, TableSchema], default_schema: str | None) -> None:
-        self.current: dict[str, TableSchema] = dict(schemas)
-        self.default_schema = default_schema
-        self.outcome = DdlOutcome()
-        self._before = set(schemas)
-        self._origin: dict[str, str] = {}
-
-    def resolve(self, owner: str | None, table: str) -> tuple[str, str, str]:
-        owner = owner or self.default_schema
-        if owner is None:
-            raise SqlParseError(f"table {table!r} has no owner and there is no default schema")
-        return f"{owner}.{table}", owner, table
-
-    def known(self, key: str) -> bool:
-        return key in self.current
-
-    def put(self, key: str, schema: TableSchema) -> None:
-        self.current[key] = schema
-        self.outcome.changes[key] = schema
-
-    def create(self, key: str, schema: TableSchema) -> None:
-        """``key`` made anew by the statement: it starts empty, whatever a table of that name held."""
-        self.put(key, schema)
-        if key not in self.outcome.created:
-            self.outcome.created.append(key)
-
-    def drop(self, key: str) -> None:
-        del self.current[key]
-        self.outcome.changes[key] = None
-        self._origin.pop(key, None)
-
-    def rename(self, old: str, new: str, owner: str, table: str) -> None:
-        if new in self.current:
-            raise SqlParseError(f"rename to {new!r}: that table exists already")
-        schema = self.current.pop(old)
-        origin = self._origin.pop(old, old)
-        self.current[new] = schema.renamed(owner, table)
-        self._origin[new] = origin
-        self.outcome.changes[new] = self.current[new]
-        if old in self._before:
-            self.outcome.changes[old] = None
-        self.outcome.renamed_from[new] = origin
-        self.outcome.renamed_from.pop(old, None)
-        if old in self.outcome.column_renames:
-            self.outcome.column_renames[new] = self.outcome.column_renames.pop(old)
-
-    def finish(self) -> DdlOutcome:
-        out = self.outcome
-        for key in list(out.changes):
-            if key in self.current:
-                out.changes[key] = self.current[key]
-            elif key in self._before:
-                out.changes[key] = None
-            else:
-                del out.changes[key]  # existed neither before nor after (rename intermediate)
-        out.renamed_from = {k: v for k, v in out.renamed_from.items() if k != v and k in self.current}
-        out.created = [k for k in out.created if k in self.current and k not in out.renamed_from]
-        out.reread = {k: v for k, v in out.reread.items() if k in self.current}
-        out.ignored = not out.changes and not out.truncated
-        return out
+def _resolve(reg: SchemaRegistry, owner: str | None, table: str) -> tuple[str, str, str]:
+    """The key of ``owner.table`` (the parsing schema's when unqualified), its owner and its table name."""
+    key = reg.resolve(owner, table)
+    return key, owner or str(reg.default_namespace), table
 
 
 # ---- CREATE TABLE --------------------------------------------------------------------------------
 
 
-def _create(cur: TokenCursor, reg: _Registry) -> None:
+def _create(cur: TokenCursor, reg: SchemaRegistry) -> None:
     cur.accept("OR", "REPLACE")
     if cur.accept("GLOBAL", "TEMPORARY") or cur.accept("PRIVATE", "TEMPORARY"):
         return  # session data, never captured
@@ -376,7 +318,7 @@ def _create(cur: TokenCursor, reg: _Registry) -> None:
     if not cur.accept("TABLE"):
         return  # CREATE INDEX/SEQUENCE/VIEW/SYNONYM/PROCEDURE/USER/...: no table schema
     cur.accept("IF", "NOT", "EXISTS")
-    key, owner, table = reg.resolve(*cur.qualified_name())
+    key, owner, table = _resolve(reg, *cur.qualified_name())
     if cur.accept("SHARING"):
         cur.expect_punct("=")
         cur.next()
@@ -490,7 +432,7 @@ def _at_clause(c: TokenCursor) -> bool:
     return False
 
 
-def _partition_rows(c: TokenCursor, reg: _Registry, key: str) -> None:
+def _partition_rows(c: TokenCursor, reg: SchemaRegistry, key: str) -> None:
     """``TRUNCATE``/``EXCHANGE PARTITION``: rows change without row changes in the redo, so the table (and the
     table a partition is exchanged with, if captured) is read again."""
     start = c.i
@@ -502,7 +444,7 @@ def _partition_rows(c: TokenCursor, reg: _Registry, key: str) -> None:
     reg.outcome.reread[key] = why
     for k in range(len(words) - 2):
         if words[k].is_("WITH") and words[k + 1].is_("TABLE"):
-            other, _, _ = reg.resolve(*TokenCursor(c.sql, words[k + 2:]).qualified_name())
+            other, _, _ = _resolve(reg, *TokenCursor(c.sql, words[k + 2:]).qualified_name())
             if reg.known(other):
                 reg.put(other, reg.current[other])
                 reg.outcome.reread[other] = why
@@ -513,11 +455,11 @@ def _skip_clause(c: TokenCursor) -> None:
     c.take_until(_at_clause)
 
 
-def _alter(cur: TokenCursor, reg: _Registry) -> None:
+def _alter(cur: TokenCursor, reg: SchemaRegistry) -> None:
     if not cur.accept("TABLE"):
         return  # ALTER INDEX/SEQUENCE/SESSION/SYSTEM/USER/VIEW/...
     cur.accept("IF", "EXISTS")
-    key, owner, _table = reg.resolve(*cur.qualified_name())
+    key, owner, _table = _resolve(reg, *cur.qualified_name())
     if not reg.known(key):
         return  # not captured: nothing to evolve
     schema = reg.current[key]
@@ -547,7 +489,7 @@ def _alter(cur: TokenCursor, reg: _Registry) -> None:
                 st.rename(old, cur.name())
             elif cur.accept("TO"):
                 new_owner, new_table = cur.qualified_name()
-                new_name = reg.resolve(new_owner or owner, new_table)
+                new_name = _resolve(reg, new_owner or owner, new_table)
             elif cur.accept("CONSTRAINT"):
                 old = cur.name()
                 if not cur.accept("TO"):
@@ -765,37 +707,37 @@ def _alter_drop(cur: TokenCursor, st: _AlterState) -> None:
 # ---- DROP / TRUNCATE / RENAME / FLASHBACK --------------------------------------------------------
 
 
-def _drop(cur: TokenCursor, reg: _Registry) -> None:
+def _drop(cur: TokenCursor, reg: SchemaRegistry) -> None:
     if not cur.accept("TABLE"):
         return  # DROP INDEX/VIEW/SEQUENCE/USER/...
     cur.accept("IF", "EXISTS")
-    key, _owner, _table = reg.resolve(*cur.qualified_name())
+    key, _owner, _table = _resolve(reg, *cur.qualified_name())
     # CASCADE CONSTRAINTS, PURGE, and LogMiner's 'AS "BIN$..."' (the recycle-bin name) follow.
     if reg.known(key):
         reg.drop(key)
 
 
-def _truncate(cur: TokenCursor, reg: _Registry) -> None:
+def _truncate(cur: TokenCursor, reg: SchemaRegistry) -> None:
     if not cur.accept("TABLE"):
         return  # TRUNCATE CLUSTER
-    key, _owner, _table = reg.resolve(*cur.qualified_name())
+    key, _owner, _table = _resolve(reg, *cur.qualified_name())
     if reg.known(key):
         reg.outcome.truncated.append(key)
 
 
-def _rename(cur: TokenCursor, reg: _Registry) -> None:
-    old, old_owner, _t = reg.resolve(*cur.qualified_name())
+def _rename(cur: TokenCursor, reg: SchemaRegistry) -> None:
+    old, old_owner, _t = _resolve(reg, *cur.qualified_name())
     if not cur.accept("TO"):
         raise SqlParseError("RENAME needs TO")
     new_owner, new_table = cur.qualified_name()
-    new = reg.resolve(new_owner or old_owner, new_table)
+    new = _resolve(reg, new_owner or old_owner, new_table)
     if not cur.at_end():
         raise SqlParseError(f"unexpected {cur.peek_text()!r} after RENAME")
     if reg.known(old) and new[0] != old:
         reg.rename(old, *new)
 
 
-def _flashback(cur: TokenCursor, reg: _Registry) -> None:
+def _flashback(cur: TokenCursor, reg: SchemaRegistry) -> None:
     if not cur.accept("TABLE"):
         return  # FLASHBACK DATABASE is not a table change the redo shows
     while not cur.at_end() and not cur.peek_is("TO"):
@@ -827,7 +769,7 @@ def apply_ddl(statement: str, schemas: dict[str, TableSchema], default_schema: s
         if not toks:
             raise SqlParseError("empty statement")
         cur = TokenCursor(statement, toks)
-        reg = _Registry(schemas, default_schema)
+        reg = SchemaRegistry(schemas, default_schema)
         if cur.accept("CREATE"):
             _create(cur, reg)
         elif cur.accept("ALTER"):

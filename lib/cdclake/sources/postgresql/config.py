@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, field_validator
 
-from cdclake.spi.config import SourceConfigBase, StrictModel
+from cdclake.kit import ServerConfig
+from cdclake.spi.config import StrictModel
 
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -19,38 +20,23 @@ SESSION_SETTINGS = {
 }
 
 
-class PostgresSnapshotOptions(StrictModel):
-    partitions: int = Field(4, ge=1, description="parallel JDBC reads (key ranges) per table")
-    fetch_size: int = Field(10_000, ge=1, description="rows per fetch; also keeps each read inside the exported "
-                            "snapshot (a fetch size of 0 would read outside it)")
-    min_rows_per_partition: int = Field(50_000, ge=1, description="small tables are read in one query")
-
-
 class PostgresMiningOptions(StrictModel):
     max_window_bytes: int = Field(
         256 * 2**20, ge=2**20, description="WAL one window decodes at most (its end LSN is at most this far "
         "past its start; a transaction committing past it goes to the next window)")
 
 
-class PostgresSourceConfig(SourceConfigBase):
+class PostgresSourceConfig(ServerConfig):
     """A PostgreSQL database read through a logical replication slot (``pgoutput``) and a publication."""
 
     type: Literal["postgresql", "postgres"]
-    host: str
     port: int = 5432
     database: str
-    user: str
-    password: SecretStr
     slot: str | None = Field(None, description="the logical replication slot (default cdclake_<pipeline>)")
     publication: str | None = Field(None, description="the publication (default cdclake_<pipeline>)")
     create_publication: bool = Field(
         True, description="cdclake creates the publication for the captured tables and adds tables to it "
         "(needs ownership of them); false: it must exist and cover them")
-    connect_timeout: int = Field(10, ge=1)
-    jdbc_url: str | None = Field(None, description="JDBC URL of Spark's reads (default "
-                                 "jdbc:postgresql://host:port/database)")
-    jdbc_options: dict[str, str] = Field(default_factory=dict, description="more options of Spark's JDBC reads")
-    snapshot: PostgresSnapshotOptions = Field(default_factory=PostgresSnapshotOptions)
     mining: PostgresMiningOptions = Field(default_factory=PostgresMiningOptions)
 
     @field_validator("slot", "publication")

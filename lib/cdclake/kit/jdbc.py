@@ -1,4 +1,4 @@
-"""JDBC reads of a source's rows, with the session settings that keep every value as the database returns it.
+"""Spark JDBC reads of a source's rows, with the session settings that keep every value as the database returns it.
 
 Every source's snapshot read (and so backfills and reconcile's source side) goes through :func:`read_jdbc`,
 so the settings are right whoever built the session (a notebook's or a cluster's as well as
@@ -12,6 +12,7 @@ into the relation's schema: see :data:`cdclake.spark.JDBC_READ_SETTINGS`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cdclake.spark import JDBC_READ_SETTINGS, session_conf
@@ -19,7 +20,19 @@ from cdclake.spark import JDBC_READ_SETTINGS, session_conf
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["JDBC_READ_SETTINGS", "read_jdbc"]
+__all__ = ["JDBC_READ_SETTINGS", "JdbcEndpoint", "read_jdbc"]
+
+
+@dataclass(frozen=True)
+class JdbcEndpoint:
+    """Where Spark's JDBC reads of a source go: the URL and the connection properties (driver class,
+    credentials, the source's session settings, then ``source.jdbc_options``)."""
+
+    url: str
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+    def __repr__(self) -> str:  # never the password
+        return f"JdbcEndpoint({self.url!r}, {sorted(k for k in self.properties if k != 'password')})"
 
 
 def read_jdbc(spark: SparkSession, url: str, table: str, properties: Mapping[str, str], *,
