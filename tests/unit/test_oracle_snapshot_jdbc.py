@@ -10,7 +10,7 @@ import pytest
 from cdclake.config import load_config_text
 from cdclake.errors import CdcError, ConfigError
 from cdclake.schema import TableSchema
-from cdclake.sources.oracle.snapshot import explain_snapshot_error, jdbc_properties, jdbc_snapshot
+from cdclake.sources.oracle.snapshot import FlashbackRead, explain_snapshot_error, jdbc_properties
 from cdclake.sources.oracle.types import OracleTypeMapper, column_from_oracle
 
 
@@ -70,7 +70,9 @@ def test_every_snapshot_jdbc_read_passes_timezone_as_region_false(partitions: in
     config = oracle_config("  jdbc_options: {oracle.net.CONNECT_TIMEOUT: '10000'}\n"
                            f"  snapshot: {{partitions: {partitions}}}\n")
     spark = _Spark()
-    jdbc_snapshot(spark, config.source, OracleTypeMapper(), SCHEMA, 4242)  # type: ignore[arg-type]
+    reader = FlashbackRead(config.source, OracleTypeMapper())
+    reader.at_scn(4242)
+    reader.read(spark, SCHEMA)  # type: ignore[arg-type]
     assert spark.read.calls, "no JDBC read"
     for url, table, kw in spark.read.calls:
         props = kw["properties"]

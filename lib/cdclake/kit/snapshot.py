@@ -98,7 +98,7 @@ class JdbcSnapshotReader(SnapshotReader):
         ``chunks.by_key`` also the chunk key as :meth:`chunk_column` names it."""
 
     @abc.abstractmethod
-    def key_range(self, schema: TableSchema, key: str, where: str | None) -> KeyRange | None:
+    def key_range(self, spark: SparkSession, schema: TableSchema, key: str, where: str | None) -> KeyRange | None:
         """The chunk key's bounds among the rows ``where`` selects, at the snapshot's position, and an
         approximate row count; ``None`` when there are no rows or the table is better read in one query."""
 
@@ -135,20 +135,20 @@ class JdbcSnapshotReader(SnapshotReader):
 
     # ---- the read, written once ---------------------------------------------------------------------------------
 
-    def plan(self, schema: TableSchema, where: str | None) -> ChunkPlan:
+    def plan(self, spark: SparkSession, schema: TableSchema, where: str | None) -> ChunkPlan:
         """How the table's read is split."""
         key = self.chunk_key(schema)
         if self.options.partitions < 2:
             return ChunkPlan()
         if key is not None:
-            planned = plan_chunks(self.key_range(schema, key, where), self.options.partitions,
+            planned = plan_chunks(self.key_range(spark, schema, key, where), self.options.partitions,
                                   self.options.min_rows_per_partition)
             return ChunkPlan(planned.parts, key, planned.low, planned.high) if planned.parts > 1 else planned
         slices = self.slice_predicates(schema, self.options.partitions)
         return ChunkPlan(len(slices), slices=slices) if slices else ChunkPlan()
 
     def read(self, spark: SparkSession, schema: TableSchema, where: str | None = None) -> DataFrame:
-        chunks = self.plan(schema, where)
+        chunks = self.plan(spark, schema, where)
         endpoint = self.endpoint()
         props = {"fetchsize": str(self.options.fetch_size), **endpoint.properties, **self.properties(schema)}
         table = self.select_sql(schema, where, chunks)

@@ -296,7 +296,7 @@ class Db2SnapshotReader(JdbcSnapshotReader):
         cols = ", ".join(f"{self.types.read_sql(c)} AS {quote_identifier(c.name)}" for c in schema.columns)
         return Q.TABLE_READ.format(columns=cols, table=_table(schema), where=f" WHERE {where}" if where else "")
 
-    def key_range(self, schema: TableSchema, key: str, where: str | None) -> KeyRange | None:
+    def key_range(self, spark: SparkSession, schema: TableSchema, key: str, where: str | None) -> KeyRange | None:
         if where:
             return None  # a filtered read (reconcile, backfill) is small: one query
         low, high, count = self.server.fetch(Q.KEY_RANGE.format(key=quote_identifier(key), table=_table(schema)))[0]

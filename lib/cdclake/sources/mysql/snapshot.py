@@ -23,7 +23,7 @@ from cdclake.sources.mysql.types import MySqlTypeMapper
 from cdclake.spi import SnapshotStart
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 
 def quote(name: str) -> str:
@@ -111,7 +111,7 @@ class MySqlSnapshotReader(JdbcSnapshotReader):
         column = schema.column(key)
         return not (column.attrs.get("base") == "bigint" and column.attrs.get("unsigned"))
 
-    def key_range(self, schema: TableSchema, key: str, where: str | None) -> KeyRange | None:
+    def key_range(self, spark: SparkSession, schema: TableSchema, key: str, where: str | None) -> KeyRange | None:
         conn = self.connector.connect()
         try:
             with conn.cursor() as cur:

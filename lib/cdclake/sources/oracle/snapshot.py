@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from cdclake.errors import CdcError
+from cdclake.kit import ChunkPlan, JdbcEndpoint, JdbcSnapshotReader, KeyRange, read_jdbc
 from cdclake.sources.oracle.config import TIMEZONE_AS_REGION
-from cdclake.spi.jdbc import read_jdbc
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from cdclake.sources.oracle.config import OracleSourceConfig
 
 DRIVER = "oracle.jdbc.OracleDriver"
-_NUMERIC_KEY = ("TINYINT", "SMALLINT", "INT", "BIGINT")
 
 
 def jdbc_url(config: OracleSourceConfig) -> str:
@@ -60,44 +59,59 @@ def jdbc_properties(config: OracleSourceConfig) -> dict[str, str]:
     }
 
 
-def jdbc_snapshot(spark: SparkSession, config: OracleSourceConfig, types: Any, schema: TableSchema,
-                  scn: int, where: str | None = None) -> DataFrame:
-    opts = config.snapshot
-    props = jdbc_properties(config)
-    url = jdbc_url(config)
-    parts = opts.partitions
-    key = schema.primary_key[0] if len(schema.primary_key) == 1 else None
-    if parts > 1 and key and schema.column(key).spark_type.upper() in _NUMERIC_KEY:
-        bounds = read_jdbc(spark, url, f'(SELECT MIN("{key}") AS LO, MAX("{key}") AS HI FROM '
-                                       f'"{schema.database}"."{schema.table}" AS OF SCN {int(scn)}'
-                                       f'{_filter(where)}) b', props).first()
-        if bounds is not None and bounds[0] is not None:
-            frame = read_jdbc(spark, url, f"({snapshot_query(types, schema, scn, where)}) q", props, column=f'"{key}"',
-                              lower_bound=int(bounds[0]), upper_bound=int(bounds[1]) + 1, num_partitions=parts)
-            return _fixup(frame, types, schema)
-    if parts > 1:
-        return _fixup(_rowid_slices(spark, url, props, types, schema, scn, parts, where), types, schema)
-    frame = read_jdbc(spark, url, f"({snapshot_query(types, schema, scn, where)}) q", props)
-    return _fixup(frame, types, schema)
+class FlashbackRead(JdbcSnapshotReader):
+    """The chunked read's queries for Oracle: ``AS OF SCN`` selects, key ranges from a flashback MIN/MAX, and
+    ``ORA_HASH(ROWID)`` slices for a table without an integer key. A subclass sets the SCN (``_snapshot_scn``)."""
 
+    def __init__(self, config: OracleSourceConfig, types: Any) -> None:
+        super().__init__(config.snapshot)
+        self.config = config
+        self.types = types
+        self._snapshot_scn: int | None = None
 
-def _rowid_slices(spark: SparkSession, url: str, props: dict[str, str], types: Any, schema: TableSchema, scn: int,
-                  parts: int, where: str | None = None) -> DataFrame:
-    cols = ", ".join(f'{types.snapshot_select_sql(c)} AS "{c.name}"' for c in schema.columns)
-    table = (f'(SELECT {cols}, ROWID AS RID FROM "{schema.database}"."{schema.table}" AS OF SCN {int(scn)}'
-             f'{_filter(where)}) q')
-    predicates = [f"ORA_HASH(RID, {parts - 1}) = {i}" for i in range(parts)]
-    return read_jdbc(spark, url, table, props, predicates=predicates).drop("RID")
+    def at_scn(self, scn: int) -> None:
+        """Read as of ``scn`` from now on."""
+        self._snapshot_scn = scn
 
+    @property
+    def scn(self) -> int:
+        assert self._snapshot_scn is not None
+        return self._snapshot_scn
 
-def _fixup(frame: DataFrame, types: Any, schema: TableSchema) -> DataFrame:
-    select = []
-    for c in schema.columns:
-        expr = f"`{c.name}`"
-        fix = getattr(types, "snapshot_fixup_sql", None)
-        fixed = fix(c, expr) if fix else None
-        select.append(f"CAST({fixed or expr} AS STRING) AS `{c.name}`")
-    return frame.selectExpr(*select)
+    def endpoint(self) -> JdbcEndpoint:
+        return JdbcEndpoint(jdbc_url(self.config), jdbc_properties(self.config))
+
+    def chunk_column(self, key: str) -> str:
+        return f'"{key}"'
+
+    def select_sql(self, schema: TableSchema, where: str | None, chunks: ChunkPlan) -> str:
+        if not chunks.slices:
+            return f"({snapshot_query(self.types, schema, self.scn, where)}) q"
+        cols = ", ".join(f'{self.types.snapshot_select_sql(c)} AS "{c.name}"' for c in schema.columns)
+        return (f'(SELECT {cols}, ROWID AS RID FROM "{schema.database}"."{schema.table}" AS OF SCN {self.scn}'
+                f'{_filter(where)}) q')
+
+    def slice_predicates(self, schema: TableSchema, parts: int) -> tuple[str, ...]:
+        return tuple(f"ORA_HASH(RID, {parts - 1}) = {i}" for i in range(parts))
+
+    def key_range(self, spark: SparkSession, schema: TableSchema, key: str, where: str | None) -> KeyRange | None:
+        # read through Spark's JDBC source like the rows: the same connection settings, and AS OF the same SCN
+        endpoint = self.endpoint()
+        bounds = read_jdbc(spark, endpoint.url, f'(SELECT MIN("{key}") AS LO, MAX("{key}") AS HI FROM '
+                                                f'"{schema.database}"."{schema.table}" AS OF SCN {self.scn}'
+                                                f'{_filter(where)}) b', endpoint.properties).first()
+        if bounds is None or bounds[0] is None:
+            return None
+        return KeyRange(int(bounds[0]), int(bounds[1]))  # no row count: as many chunks as snapshot.partitions
+
+    def canonical(self, frame: DataFrame, schema: TableSchema) -> DataFrame:
+        select = []
+        for c in schema.columns:
+            expr = f"`{c.name}`"
+            fix = getattr(self.types, "snapshot_fixup_sql", None)
+            fixed = fix(c, expr) if fix else None
+            select.append(f"CAST({fixed or expr} AS STRING) AS `{c.name}`")
+        return frame.selectExpr(*select)
 
 
 def explain_snapshot_error(exc: BaseException, scn: int | None) -> CdcError | None:

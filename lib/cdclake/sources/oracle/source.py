@@ -23,8 +23,19 @@ from cdclake.sources.oracle.config import OracleSourceConfig
 from cdclake.sources.oracle.decode import DecodePlan, decode_deferred, decode_prepared, prepare
 from cdclake.sources.oracle.logminer import RAW_COLUMNS, LogMinerClient, MiningSettings, raw_arrow_schema
 from cdclake.sources.oracle.position import LogPoint, ScnPosition
-from cdclake.spi import Ddl, FrameSource, MinedWindow, SnapshotStart, SourceContext, WindowRequest
-from cdclake.spi.source import PENDING_SCAN_EVENTS, PendingChanges
+from cdclake.sources.oracle.snapshot import FlashbackRead, explain_snapshot_error
+from cdclake.spi import (
+    PENDING_SCAN_EVENTS,
+    Ddl,
+    FrameLogReader,
+    MinedWindow,
+    PendingChanges,
+    Position,
+    SnapshotStart,
+    Source,
+    SourceContext,
+    WindowRequest,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -37,7 +48,7 @@ RAW_DDL = (
     "TABLE_NAME STRING, ROW_ID STRING, ROLLBACK INT, RS_ID STRING, SSN BIGINT, CSF INT, SQL_REDO STRING, "
     "THREAD INT, USERNAME STRING, INFO STRING, K INT"
 )
-SnapshotReader = Callable[["SparkSession", TableSchema, int], "DataFrame"]
+SnapshotReadFunction = Callable[["SparkSession", TableSchema, int], "DataFrame"]
 _ORACLE_PLAIN_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 # redo_log_catalog: the one-row table whose row names the pipeline that builds dictionaries (queries.py).
 DICTIONARY_CLAIM_TABLE = "CDCLAKE_DICTIONARY_CLAIM"
@@ -87,11 +98,13 @@ class SparkRawSink:
         hadoop_delete(self.spark, self._path(batch))
 
 
-class OracleSource(FrameSource):
+class OracleSource(Source):
     connector = "oracle"
+    position_type = ScnPosition
 
     def __init__(self, config: OracleSourceConfig, context: SourceContext | None = None,
-                 connect: Callable[[], Any] | None = None, snapshot_reader: SnapshotReader | None = None) -> None:
+                 connect: Callable[[], Any] | None = None,
+                 snapshot_reader: SnapshotReadFunction | None = None) -> None:
         from cdclake.sources.oracle.types import OracleTypeMapper
 
         self.config = config
@@ -101,7 +114,6 @@ class OracleSource(FrameSource):
         self.skip_unparsable_ddl = context.skip_unparsable_ddl if context else False
         self.types = OracleTypeMapper()
         self._connect = connect or self._oracledb_connect
-        self._snapshot_reader = snapshot_reader
         m = config.mining
         self.client = LogMinerClient(self._connect, MiningSettings(
             dictionary=m.dictionary, archive_log_only=m.archive_log_only, archive_destination=m.archive_destination,
@@ -110,16 +122,14 @@ class OracleSource(FrameSource):
             gap_size_min=m.gap_size_min, gap_interval_ms=m.gap_interval_ms, fetch_size=m.fetch_size, lob=m.lob,
             retries=m.retries, retry_backoff_s=m.retry_backoff_s, flush_table=m.flush_table, pdb=config.pdb,
         ))
-        self._snapshot_scn: int | None = None
         self._user: str | None = None
         self._export: DataFrame | None = None
-        self._persisted: list[DataFrame] = []
+        self.snapshot = OracleSnapshotReader(self, snapshot_reader)
+        self.log = OracleLogReader(self)
 
     @property
     def export_mode(self) -> bool:
         return self.config.mode == "export"
-
-    # ---- connections -------------------------------------------------------------------------------
 
     def _oracledb_connect(self) -> Any:
         try:
@@ -144,8 +154,6 @@ class OracleSource(FrameSource):
         if self._user is None:
             self._user = str(self.client.query(Q.SESSION_USER)[0][0]).upper()
         return self._user
-
-    # ---- Source interface --------------------------------------------------------------------------
 
     def preflight(self) -> None:
         if self.export_mode:
@@ -194,36 +202,111 @@ class OracleSource(FrameSource):
 
     def captured_tables(self) -> list[str]:
         if self.export_mode:
-            return sorted(t for t in self._export_schemas() if self.config.captures(t))
+            return sorted(t for t in self.export_schemas() if self.config.captures(t))
         rows = self.client.query(Q.TABLES.format(system_schemas=Q.sql_list(Q.SYSTEM_SCHEMAS)))
         return [f"{o}.{t}" for o, t in rows if self.config.captures(f"{o}.{t}") and not _internal_table(t)]
 
-    def snapshot_start(self, tables: list[str]) -> SnapshotStart:
+    def database(self) -> tuple[int, str, int]:
+        """DBID, DATABASE_ROLE and RESETLOGS_CHANGE# (from preflight, or read now)."""
+        if self._identity is not None:
+            return self._identity
+        dbid, role, _, resetlogs = self.client.database_identity()
+        return dbid, role, resetlogs
+
+    def export_frame(self) -> DataFrame:
+        if self._export is None:
+            from pyspark.sql import SparkSession
+
+            spark = SparkSession.getActiveSession()
+            if spark is None:
+                raise CdcError("no Spark session for export mode", "this is a bug in the caller", permanent=True)
+            exp = self.config.export
+            assert exp is not None
+            reader = spark.read
+            frame = (reader.option("header", "true").option("multiLine", "true").option("escape", '"')
+                     .csv(exp.path) if exp.format == "csv" else reader.parquet(exp.path))
+            missing = [c for c in Q.CONTENTS_COLUMNS if c not in frame.columns]
+            if missing:
+                raise CdcError(f"export {exp.path} lacks the column(s) {', '.join(missing)}",
+                               "export V$LOGMNR_CONTENTS with the columns named as in the view (see docs/oracle.md)",
+                               permanent=True)
+            from pyspark.sql import functions as F
+
+            typed = frame.select(
+                *[F.col(f"`{c}`").cast(_export_type(c)).alias(c.replace("#", "")) for c in Q.CONTENTS_COLUMNS])
+            self._export = typed.withColumn("__file_order", F.monotonically_increasing_id())
+        return self._export
+
+    def export_window(self, lo: int, hi: int, window_id: int, max_events: int | None) -> DataFrame:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        rows = self.export_frame().where(f"SCN > {lo} AND SCN <= {hi}")
+        ordered = rows.withColumn("IDX", F.row_number().over(Window.orderBy("SCN", "__file_order")) - 1)
+        return ordered.withColumn("WINDOW_ID", F.lit(window_id).cast("bigint")).select(
+            "WINDOW_ID", "IDX", *RAW_COLUMNS)
+
+    def export_schemas(self) -> dict[str, TableSchema]:
         from cdclake.sources.oracle.ddl import apply_ddl
 
-        if self.export_mode:
-            schemas = self._export_schemas()
-            first = self._export_frame().agg({"SCN": "min"}).first()[0]
+        exp = self.config.export
+        registry: dict[str, TableSchema] = {}
+        statements: list[tuple[str, str | None]] = []
+        if exp and exp.ddl_file:
+            text = Path(exp.ddl_file).read_text()
+            statements += [(s, None) for s in _split_statements(text)]
+        else:
+            for r in self.export_frame().where(f"OPERATION_CODE = {Q.OP_DDL}").orderBy("SCN", "__file_order") \
+                    .select("SQL_REDO", "SEG_OWNER").collect():
+                statements.append((r.SQL_REDO, r.SEG_OWNER))
+        for statement, owner in statements:
+            if re.match(r"\s*CREATE\s+TABLE", statement, re.I):
+                outcome = apply_ddl(statement, registry, owner)
+                registry.update({t: s for t, s in outcome.changes.items() if s is not None})
+        return registry
+
+
+    def close(self) -> None:
+        self.snapshot.end()
+        self.client.close()
+        self.log.release()
+
+
+class OracleSnapshotReader(FlashbackRead):
+    """Every chunk of every table read ``AS OF SCN`` one SCN (or the simulator's reader, or nothing in export mode)."""
+
+    def __init__(self, source: OracleSource, snapshot_reader: SnapshotReadFunction | None = None) -> None:
+        super().__init__(source.config, source.types)
+        self.source = source
+        self._snapshot_reader = snapshot_reader
+
+    def start(self, tables: list[str]) -> SnapshotStart:
+        from cdclake.sources.oracle.ddl import apply_ddl
+
+        if self.source.export_mode:
+            schemas = self.source.export_schemas()
+            first = self.source.export_frame().agg({"SCN": "min"}).first()[0]
             scn = int(first) - 1 if first is not None else 0
-            self._snapshot_scn = scn
+            self.at_scn(scn)
             return SnapshotStart(ScnPosition(scn), {t: schemas[t] for t in tables},
                                  {t: f"-- from {self.config.export.ddl_file or 'export DDL rows'}" for t in tables})
         # The dictionary build comes before the locks (it commits) and before the snapshot SCN.
-        dictionary = self.client.build_dictionary() if self.config.mining.dictionary == "redo_log_catalog" else None
-        dbid, role, resetlogs = self._database()
-        conn = self.client.conn
+        client = self.source.client
+        dictionary = client.build_dictionary() if self.config.mining.dictionary == "redo_log_catalog" else None
+        dbid, role, resetlogs = self.source.database()
+        conn = client.conn
         locked = self.config.snapshot.lock_mode == "shared"
         try:
             if locked:
                 for t in tables:
                     owner, name = t.split(".", 1)
-                    self.client.execute(Q.LOCK_TABLE.format(owner=owner, table=name))
-            scn = self.client.current_scn()
+                    self.source.client.execute(Q.LOCK_TABLE.format(owner=owner, table=name))
+            scn = self.source.client.current_scn()
             ddl: dict[str, str] = {}
             schemas: dict[str, TableSchema] = {}
             for t in tables:
                 owner, name = t.split(".", 1)
-                text = _lob_text(self.client.query(Q.TABLE_DDL, name=name, owner=owner)[0][0])
+                text = _lob_text(self.source.client.query(Q.TABLE_DDL, name=name, owner=owner)[0][0])
                 outcome = apply_ddl(text, dict(schemas), owner)
                 if t not in outcome.changes or outcome.changes[t] is None:
                     raise CdcError(f"the definition of {t} from DBMS_METADATA did not parse into a table",
@@ -233,27 +316,26 @@ class OracleSource(FrameSource):
         finally:
             if locked:
                 conn.rollback()  # releases the ROW SHARE locks
-        oldest = self.client.oldest_open_transaction_scn()
+        oldest = self.source.client.oldest_open_transaction_scn()
         resume = None if oldest is None or oldest > scn else oldest - 1
-        self._snapshot_scn = scn
+        self.at_scn(scn)
         return SnapshotStart(ScnPosition(scn, resume, dbid=dbid, role=role, dictionary=dictionary,
                                          resetlogs=resetlogs), schemas, ddl)
 
-    def snapshot_read(self, spark: SparkSession, schema: TableSchema, where: str | None = None) -> DataFrame:
+    def read(self, spark: SparkSession, schema: TableSchema, where: str | None = None) -> DataFrame:
         if self._snapshot_scn is None:
-            raise CdcError("snapshot_read before snapshot_start", "this is a bug in the caller", permanent=True)
+            raise CdcError("a snapshot read before its start", "this is a bug in the caller", permanent=True)
         if self._snapshot_reader is not None:
             frame = self._snapshot_reader(spark, schema, self._snapshot_scn)
             return frame.where(where) if where else frame
-        if self.export_mode:
+        if self.source.export_mode:
             ddl = ", ".join(f"`{c.name}` STRING" for c in schema.columns)
             return spark.createDataFrame([], ddl)
-        from cdclake.sources.oracle.snapshot import jdbc_snapshot
+        return super().read(spark, schema, where)
 
-        return jdbc_snapshot(spark, self.config, self.types, schema, self._snapshot_scn, where)
-
-    def prepare_snapshot_read(self, position: ScnPosition) -> None:  # type: ignore[override]
-        self._snapshot_scn = position.scn
+    def prepare(self, position: Position) -> None:
+        assert isinstance(position, ScnPosition)
+        self.at_scn(position.scn)
 
     def filter_identifier(self, name: str) -> str | None:
         """Only an upper-case plain name: Oracle folds a bare name to upper case (Spark ignores case),
@@ -261,37 +343,39 @@ class OracleSource(FrameSource):
         return name if _ORACLE_PLAIN_NAME.fullmatch(name) else None
 
     def explain_error(self, exc: BaseException) -> CdcError | None:
-        from cdclake.sources.oracle.snapshot import explain_snapshot_error
-
         return explain_snapshot_error(exc, self._snapshot_scn)
 
+    def deferred_hint(self) -> str:
+        return "run the snapshot again once that transaction has ended (GV$TRANSACTION shows it)"
+
+
+class OracleLogReader(FrameLogReader):
+    """LogMiner's rows of a window, fetched by the driver in batches and decoded in Spark."""
+
+    def __init__(self, source: OracleSource) -> None:
+        self.source = source
+        self.config = source.config
+        self._persisted: list[DataFrame] = []
+
     def current_position(self) -> ScnPosition:
-        if self.export_mode:
-            last = self._export_frame().agg({"SCN": "max"}).first()[0]
+        if self.source.export_mode:
+            last = self.source.export_frame().agg({"SCN": "max"}).first()[0]
             return ScnPosition(int(last or 0))
         dictionary = None
         if self.config.mining.dictionary == "redo_log_catalog":
             # Built before the window end is read, so the next window (from that end) can use it; in
             # archive-log-only mode it is found among the archived logs once archived.
-            built = self.client.build_dictionary()
+            built = self.source.client.build_dictionary()
             dictionary = None if self.config.mining.archive_log_only else built
-        dbid, role, resetlogs = self._database()
-        return ScnPosition(self.client.plan_end(), dbid=dbid, role=role, dictionary=dictionary, resetlogs=resetlogs)
+        dbid, role, resetlogs = self.source.database()
+        return ScnPosition(self.source.client.plan_end(), dbid=dbid, role=role, dictionary=dictionary,
+                           resetlogs=resetlogs)
 
-    def position_from_dict(self, data: Mapping[str, Any]) -> ScnPosition:
-        return ScnPosition.from_dict(data)
-
-    def check_available(self, start: ScnPosition) -> None:  # type: ignore[override]
-        if not self.export_mode:
+    def check_available(self, start: Position) -> None:
+        assert isinstance(start, ScnPosition)
+        if not self.source.export_mode:
             self._check_same_database(start)
-            self.client.check_available(start.mine_from)
-
-    def _database(self) -> tuple[int, str, int]:
-        """DBID, DATABASE_ROLE and RESETLOGS_CHANGE# (from preflight, or read now)."""
-        if self._identity is not None:
-            return self._identity
-        dbid, role, _, resetlogs = self.client.database_identity()
-        return dbid, role, resetlogs
+            self.source.client.check_available(start.mine_from)
 
     def _check_same_database(self, start: ScnPosition) -> None:
         """A position continues only on the database whose SCNs it counts: same DBID (a promoted
@@ -299,7 +383,7 @@ class OracleSource(FrameSource):
         and not past an OPEN RESETLOGS that discarded changes the lake already holds."""
         if start.dbid is None:
             return  # a position from before DBIDs were recorded
-        dbid, role, resetlogs = self._database()
+        dbid, role, resetlogs = self.source.database()
         if start.dbid == dbid and not (start.role == "PRIMARY" and role == "LOGICAL STANDBY"):
             self._check_incarnation(start, dbid, resetlogs)
             return
@@ -333,10 +417,6 @@ class OracleSource(FrameSource):
             "the lake to a copy taken before SCN " + str(resetlogs) + " and mine from there",
         )
 
-    def close(self) -> None:
-        self.client.close()
-        self.release()
-
     def assemble_pieces(self, rows: DataFrame) -> DataFrame:
         if not self.config.mining.lob:
             return rows
@@ -350,20 +430,15 @@ class OracleSource(FrameSource):
             frame.unpersist()
         self._persisted.clear()
 
-    def snapshot_deferred_hint(self) -> str:
-        return "run the snapshot again once that transaction has ended (GV$TRANSACTION shows it)"
-
-    def pending_changes(self, positions: Mapping[str, ScnPosition],  # type: ignore[override]
+    def pending_changes(self, positions: Mapping[str, Position],
                         carried: Mapping[str, frozenset[str]] | None = None,
                         max_events: int = PENDING_SCAN_EVENTS) -> PendingChanges:
         """SCNs to the current SCN and each table's oldest pending commit, from the redo (:mod:`.lag`)."""
         from cdclake.sources.oracle import lag
 
-        return lag.pending_changes(self, positions, carried, max_events)
+        return lag.pending_changes(self.source, positions, carried, max_events)
 
-    # ---- mining ------------------------------------------------------------------------------------
-
-    def mine_frame(self, spark: SparkSession, request: WindowRequest) -> MinedWindow:
+    def frame(self, spark: SparkSession, request: WindowRequest) -> MinedWindow:
         """DDL at or below a table's floor (its position) is in its snapshot already; DDL at or below
         ``start`` is skipped for every table."""
         window_id, schemas, versions, floors = request.window_id, request.schemas, request.versions, request.floors
@@ -371,7 +446,7 @@ class OracleSource(FrameSource):
         start, end_limit = request.start, request.end_limit
         assert isinstance(start, ScnPosition) and isinstance(end_limit, ScnPosition)
         lo, hi = start.mine_from, end_limit.scn
-        here, _, here_resetlogs = (None, None, None) if self.export_mode else self._database()
+        here, _, here_resetlogs = (None, None, None) if self.source.export_mode else self.source.database()
         other_dbid = end_limit.dbid is not None and end_limit.dbid != here
         other_incarnation = end_limit.resetlogs is not None and end_limit.resetlogs != here_resetlogs
         if here is not None and (other_dbid or other_incarnation):
@@ -381,10 +456,10 @@ class OracleSource(FrameSource):
             log.warning("window %s was planned on DBID %s (RESETLOGS_CHANGE# %s) up to SCN %s; mining it on DBID %s "
                         "(RESETLOGS_CHANGE# %s) up to the current SCN", window_id, end_limit.dbid,
                         end_limit.resetlogs, end_limit.scn, here, here_resetlogs)
-            end_limit = ScnPosition(self.client.plan_end(), dbid=here, resetlogs=here_resetlogs)
+            end_limit = ScnPosition(self.source.client.plan_end(), dbid=here, resetlogs=here_resetlogs)
             hi = min(hi, end_limit.scn)
-        if self.export_mode:
-            raw = self._export_window(lo, hi, window_id, max_events)
+        if self.source.export_mode:
+            raw = self.source.export_window(lo, hi, window_id, max_events)
             mined_hi = hi if max_events is None else _export_hi(raw, hi, max_events)
             raw = raw.where(f"SCN <= {mined_hi}")
             prepared = prepare(raw, not raw.where("CSF = 1").limit(1).isEmpty(), rank=True).persist()
@@ -396,9 +471,9 @@ class OracleSource(FrameSource):
             nothing_fetched = False  # not known without a job
         else:
             sink = SparkRawSink(spark, f"{staging}/raw")
-            owners = sorted({t.split(".", 1)[0] for t in {*schemas, *self.captured_tables()}} | {"UNKNOWN"})
-            excluded = [self.user, *[u.upper() for u in self.config.mining.exclude_users]]
-            mined = self.client.mine(lo, hi, owners, excluded, window_id, sink, max_events, start.dictionary)
+            owners = sorted({t.split(".", 1)[0] for t in {*schemas, *self.source.captured_tables()}} | {"UNKNOWN"})
+            excluded = [self.source.user, *[u.upper() for u in self.config.mining.exclude_users]]
+            mined = self.source.client.mine(lo, hi, owners, excluded, window_id, sink, max_events, start.dictionary)
             mined_hi, batches, commit_scn = mined.hi, len(mined.batches), mined.commit_scn
             ddl_rows = _join_ddl_pieces(mined.ddl)
             raw = spark.read.schema(RAW_DDL).parquet(f"{staging}/raw") if sink.rows else spark.createDataFrame(
@@ -448,7 +523,7 @@ class OracleSource(FrameSource):
                 if subject and subject not in registry and not self.config.captures(subject):
                     log.debug("ignoring DDL on %s (not captured) that does not parse: %s", subject, exc.problem)
                     continue
-                if self.skip_unparsable_ddl:
+                if self.source.skip_unparsable_ddl:
                     out.append(Ddl(point, statement, r.SEG_OWNER, {}, r.TIMESTAMP, skipped_reason=exc.problem))
                     version += 1
                     continue
@@ -495,61 +570,6 @@ class OracleSource(FrameSource):
 
             extra = spark.createDataFrame(rows, LOG_ROWS_DDL)
         return plan, out, extra
-
-    # ---- export mode -------------------------------------------------------------------------------
-
-    def _export_frame(self) -> DataFrame:
-        if self._export is None:
-            from pyspark.sql import SparkSession
-
-            spark = SparkSession.getActiveSession()
-            if spark is None:
-                raise CdcError("no Spark session for export mode", "this is a bug in the caller", permanent=True)
-            exp = self.config.export
-            assert exp is not None
-            reader = spark.read
-            frame = (reader.option("header", "true").option("multiLine", "true").option("escape", '"')
-                     .csv(exp.path) if exp.format == "csv" else reader.parquet(exp.path))
-            missing = [c for c in Q.CONTENTS_COLUMNS if c not in frame.columns]
-            if missing:
-                raise CdcError(f"export {exp.path} lacks the column(s) {', '.join(missing)}",
-                               "export V$LOGMNR_CONTENTS with the columns named as in the view (see docs/oracle.md)",
-                               permanent=True)
-            from pyspark.sql import functions as F
-
-            typed = frame.select(
-                *[F.col(f"`{c}`").cast(_export_type(c)).alias(c.replace("#", "")) for c in Q.CONTENTS_COLUMNS])
-            self._export = typed.withColumn("__file_order", F.monotonically_increasing_id())
-        return self._export
-
-    def _export_window(self, lo: int, hi: int, window_id: int, max_events: int | None) -> DataFrame:
-        from pyspark.sql import Window
-        from pyspark.sql import functions as F
-
-        rows = self._export_frame().where(f"SCN > {lo} AND SCN <= {hi}")
-        ordered = rows.withColumn("IDX", F.row_number().over(Window.orderBy("SCN", "__file_order")) - 1)
-        return ordered.withColumn("WINDOW_ID", F.lit(window_id).cast("bigint")).select(
-            "WINDOW_ID", "IDX", *RAW_COLUMNS)
-
-    def _export_schemas(self) -> dict[str, TableSchema]:
-        from cdclake.sources.oracle.ddl import apply_ddl
-
-        exp = self.config.export
-        registry: dict[str, TableSchema] = {}
-        statements: list[tuple[str, str | None]] = []
-        if exp and exp.ddl_file:
-            text = Path(exp.ddl_file).read_text()
-            statements += [(s, None) for s in _split_statements(text)]
-        else:
-            for r in self._export_frame().where(f"OPERATION_CODE = {Q.OP_DDL}").orderBy("SCN", "__file_order") \
-                    .select("SQL_REDO", "SEG_OWNER").collect():
-                statements.append((r.SQL_REDO, r.SEG_OWNER))
-        for statement, owner in statements:
-            if re.match(r"\s*CREATE\s+TABLE", statement, re.I):
-                outcome = apply_ddl(statement, registry, owner)
-                registry.update({t: s for t, s in outcome.changes.items() if s is not None})
-        return registry
-
 
 def _join_ddl_pieces(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A DDL text over 4000 bytes comes in pieces (CSF = 1 on all but the last): join them."""

@@ -31,7 +31,7 @@ from cdclake.sources.postgresql.types import PostgresTypeMapper, quote_identifie
 from cdclake.spi import Position, SnapshotStart
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 KEY_RANGE = "SELECT min({key})::bigint, max({key})::bigint, count(*) FROM {table}"
 #: the column a chunked snapshot read splits on: the integer key as stored
@@ -213,7 +213,7 @@ class PostgresSnapshotReader(JdbcSnapshotReader):
         select = f"SELECT {', '.join(cols)} FROM {_table(schema)}" + (f" WHERE {where}" if where else "")
         return f"({guarded(select, self._current())}) cdclake_t"
 
-    def key_range(self, schema: TableSchema, key: str, where: str | None) -> KeyRange | None:
+    def key_range(self, spark: SparkSession, schema: TableSchema, key: str, where: str | None) -> KeyRange | None:
         if where:
             return None  # a filtered read (reconcile, backfill) is small: one query
         low, high, count = self.server.conn().execute(
