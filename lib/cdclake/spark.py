@@ -46,7 +46,7 @@ LOCAL_DEFAULTS: dict[str, str] = {
 # with blanks to n characters (readSideCharPadding), while the log carries the value unpadded: the same
 # row would reach Delta as two values. As plain STRING (charVarcharAsString) no padding, length check
 # or CHAR comparison rule is ever attached to the column, even when a later plan is analysed again.
-# cdclake.spi.jdbc sets these around every JDBC load whoever built the session; REQUIRED sets them too.
+# cdclake.kit.jdbc sets these around every JDBC load whoever built the session; REQUIRED sets them too.
 JDBC_READ_SETTINGS: dict[str, str] = {
     "spark.sql.legacy.charVarcharAsString": "true",
     "spark.sql.readSideCharPadding": "false",

@@ -37,7 +37,7 @@ def test_reconcile_backfill_quality_gates_and_report_work_for_postgresql(spark: 
         pipeline = postgres_pipeline(spark, pg, tmp_path / "lake", extra=QUALITY, source_extra=parts)
         pipeline.snapshot()
         schema = pipeline.control.latest_entries()["public.orders"].schema
-        assert pipeline.source.snapshot_read(spark, schema).rdd.getNumPartitions() == 3  # type: ignore[arg-type]
+        assert pipeline.source.snapshot.read(spark, schema).rdd.getNumPartitions() == 3  # type: ignore[arg-type]
         conn.execute("UPDATE orders SET name = 'changed' WHERE id = 2")
         conn.execute("DELETE FROM orders WHERE id = 3")
         conn.execute("UPDATE orders SET amount = 0 WHERE id = 7")  # its TOASTed body unchanged

@@ -105,8 +105,8 @@ def _compare(spark: Any, outcome: Outcome, tables: list[str]) -> None:
         result = compare_table(spark, outcome.pipeline, table)
         lake = [c for c in spark.read.format("delta").load(outcome.pipeline.layout.target(table)).columns
                 if not c.startswith("__")]
-        source = outcome.pipeline.source.snapshot_start([table]).schemas[table].column_names
-        outcome.pipeline.source.end_snapshot_read()
+        source = outcome.pipeline.source.snapshot.start([table]).schemas[table].column_names
+        outcome.pipeline.source.snapshot.end()
         problem = "" if result.equal else result.summary()
         if lake != source:
             problem += f" lake columns {lake}, source {source}"

@@ -69,7 +69,7 @@ def test_report_shows_tables_positions_charts_quality_dead_letters_and_abandoned
     states = pipeline.control.table_states()
     for table, rows in ((f"{db}.orders", 130), (f"{db}.customers", 6)):
         assert table in page and f"<td class=\"n\">{rows}</td>" in page
-        assert str(escape(pipeline.source.position_from_dict(states[table].position).describe())) in page
+        assert str(escape(pipeline.source.position_type.from_dict(states[table].position).describe())) in page
     assert page.count("<svg") == 4 and "<polyline" in page  # lag and throughput per table
     assert "Dead letters" in page and "value &lt;does not&gt; decode" in page
     assert "Abandoned transactions" in page and "0a0b.1c" in page and "scn 4711" in page

@@ -327,8 +327,8 @@ def _assert_equal(spark, pipeline, table: str, mode: str) -> None:  # type: igno
         return
     result = compare_table(spark, pipeline, table)
     assert result.equal, f"{table}: {result.summary()}"
-    source_columns = pipeline.source.snapshot_start([table]).schemas[table].column_names
-    pipeline.source.end_snapshot_read()
+    source_columns = pipeline.source.snapshot.start([table]).schemas[table].column_names
+    pipeline.source.snapshot.end()
     lake_columns = [f.metadata.get(SOURCE_NAME, f.name)  # a name Delta cannot store lands mapped
                     for f in spark.read.format("delta").load(pipeline.layout.target(table)).schema.fields
                     if not f.name.startswith("__")]

@@ -77,7 +77,7 @@ def test_an_unreachable_server_names_the_connection_keys(db: EmulatedDb2, tmp_pa
     with pytest.raises(PreflightError) as err:
         _source(db, tmp_path).preflight()
     assert str(err.value) == (
-        "cannot connect to Db2 emulated:50000/TESTDB: ibm_db_dbi::OperationalError: [IBM][CLI Driver]"
+        "cannot connect to Db2 at emulated:50000/TESTDB as db2inst1: ibm_db_dbi::OperationalError: [IBM][CLI Driver]"
         "[DB2/LINUXX8664] SQL30081N  A communication error has been detected. Communication protocol being used: "
         "\"TCP/IP\".  Communication API being used: \"SOCKETS\".  Location where the error was detected: "
         "\"127.0.0.1\".  Communication function detecting the error: \"connect\".  Protocol specific error "
@@ -94,7 +94,7 @@ def test_a_capture_cold_start_after_the_lake_position_is_a_lost_range(db: Emulat
     source.preflight()
     with pytest.raises(PositionLostError, match=r"Capture started \(cold\) at .*, after the lake's position "
                                                 r"commit sequence 00000000:00000000:0000000000000001"):
-        source.check_available(CommitSeqPosition("0" * 31 + "1", 0))
+        source.log.check_available(CommitSeqPosition("0" * 31 + "1", 0))
 
 
 def _commit(db: EmulatedDb2, key: int) -> None:
@@ -106,14 +106,14 @@ def _commit(db: EmulatedDb2, key: int) -> None:
 def test_retention_pruning_past_the_lake_position_is_a_lost_range(db: EmulatedDb2, tmp_path: Path) -> None:
     _commit(db, 1)
     source = _source(db, tmp_path)
-    position = source.current_position()
+    position = source.log.current_position()
     db.clock += dt.timedelta(days=8)  # RETENTION_LIMIT 10080 minutes: 7 days
     _commit(db, 2)
-    source.check_available(position)  # not pruned yet: everything after the position is there
+    source.log.check_available(position)  # not pruned yet: everything after the position is there
     assert db.capture.prune() == 1
     kept = db.select('SELECT MIN(IBMSNAP_COMMITSEQ) FROM ASNCDC."IBMSNAP_UOW"')[0][0]
     with pytest.raises(PositionLostError) as err:
-        source.check_available(position)
+        source.log.check_available(position)
     assert str(err.value) == (
         "Capture's retention pruning (RETENTION_LIMIT 10080 minutes, ASNCDC.IBMSNAP_CAPPARMS) has passed the lake's "
         f"position {position.describe()}, taken at {position.captured_at}: the oldest transaction it keeps is at "
@@ -127,23 +127,23 @@ def test_retention_pruning_of_what_the_lake_has_read_is_no_gap(db: EmulatedDb2, 
     db.clock += dt.timedelta(days=6)
     db.capture.cycle()  # an idle cycle: Capture's synchpoint and SYNCHTIME move on
     source = _source(db, tmp_path)
-    position = source.current_position()
+    position = source.log.current_position()
     db.clock += dt.timedelta(days=2)
     assert db.capture.prune() == 1  # the only transaction, read before the position, is pruned
-    source.check_available(position)
+    source.log.check_available(position)
 
 
 def test_a_subscription_prune_point_past_the_lake_position_is_a_lost_range(db: EmulatedDb2, tmp_path: Path) -> None:
     _commit(db, 1)
     source = _source(db, tmp_path)
-    position = source.current_position()
+    position = source.log.current_position()
     _commit(db, 2)
     point = db.capture.synchpoint
     db.set_prune_point("APP", "T", point)
-    source.check_available(position)  # Capture has not pruned yet
+    source.log.check_available(position)  # Capture has not pruned yet
     assert db.capture.prune() == 2
     with pytest.raises(PositionLostError) as err:
-        source.check_available(position)
+        source.log.check_available(position)
     assert str(err.value) == (
         "APP.T: the subscriptions in ASNCDC.IBMSNAP_PRUNCNTL let Capture prune its CD table ASNCDC.CDC_APP_T up to "
         f"{show(point.hex())}, past the lake's position {position.describe()}: its changes committed in between may "
@@ -156,12 +156,12 @@ def test_a_capture_cold_start_after_the_lake_position_empties_the_cd_tables_and_
         db: EmulatedDb2, tmp_path: Path) -> None:
     _commit(db, 1)
     source = _source(db, tmp_path)
-    position = source.current_position()
+    position = source.log.current_position()
     _commit(db, 2)
     db.capture.cold_start()
     assert db.select('SELECT COUNT(*) FROM ASNCDC."CDC_APP_T"') == [(0,)]
     with pytest.raises(PositionLostError) as err:
-        source.check_available(position)
+        source.log.check_available(position)
     assert str(err.value) == (
         f"Capture started (cold) at {show(db.capture.first_seq.hex())}, after the lake's position "
         f"{position.describe()}: the changes committed in between were never captured\n"
@@ -176,22 +176,22 @@ def test_share_locks_hold_writers_off_until_the_table_is_written(db: EmulatedDb2
 
     _commit(db, 1)
     source = _source(db, tmp_path, source_extra=SHARE_LOCKS)
-    start = source.snapshot_start(["APP.T"])
+    start = source.snapshot.start(["APP.T"])
     assert start.held == ["APP.T"]
     tx = db.begin()
     with pytest.raises(EmulatorError, match="locked IN SHARE MODE"):
         tx.insert("APP", "T", {"ID": 2, "V": "b"})
-    source.end_snapshot_read("APP.T")
+    source.snapshot.end("APP.T")
     tx.insert("APP", "T", {"ID": 2, "V": "b"})
     with pytest.raises(CdcError) as err:  # now the writer's open transaction holds the table
-        source.snapshot_start(["APP.T"])
+        source.snapshot.start(["APP.T"])
     assert str(err.value).startswith("cannot lock APP.T IN SHARE MODE for the snapshot within "
                                      "source.snapshot.lock_timeout (5 s): ")
     assert str(err.value).endswith(
         "\n  fix: wait for the transactions writing them to end, raise source.snapshot.lock_timeout, or set "
         "source.snapshot.lock_mode: none (the snapshot is exact without locks)")
     tx.commit()
-    assert source.snapshot_start(["APP.T"]).held == ["APP.T"]
+    assert source.snapshot.start(["APP.T"]).held == ["APP.T"]
     source.close()
     assert db.table_locks == {}
 
@@ -200,15 +200,15 @@ def test_the_snapshot_reads_at_the_configured_isolation(db: EmulatedDb2, tmp_pat
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     from unittest import mock
 
-    from cdclake.sources.db2 import source as db2_source
+    from cdclake.kit import snapshot as kit_snapshot
 
     _commit(db, 1)
     source = _source(db, tmp_path, source_extra=SHARE_LOCKS)
-    schema = source.snapshot_start(["APP.T"]).schemas["APP.T"]
+    schema = source.snapshot.start(["APP.T"]).schemas["APP.T"]
     seen: list[dict[str, str]] = []
-    monkeypatch.setattr(db2_source, "read_jdbc", lambda spark, url, sql, props, **kw: seen.append(props) or
+    monkeypatch.setattr(kit_snapshot, "read_jdbc", lambda spark, url, sql, props, **kw: seen.append(props) or
                         mock.MagicMock())
-    source.snapshot_read(mock.MagicMock(), schema)
+    source.snapshot.read(mock.MagicMock(), schema)
     assert seen[0]["defaultIsolationLevel"] == "4"  # JDBC REPEATABLE_READ: Db2's read stability
     with pytest.raises(Exception, match=r"source.snapshot.isolation: Input should be 'cs', 'rs' or 'rr'"):
         _source(db, tmp_path, source_extra="  snapshot:\n    isolation: ur\n")

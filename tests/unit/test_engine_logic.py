@@ -5,6 +5,7 @@ the source registry."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -52,6 +53,10 @@ class Pos(Position):
 
     def to_dict(self) -> dict[str, Any]:
         return {"n": self.n}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Pos:
+        return cls(int(data["n"]))
 
     def describe(self) -> str:
         return f"@{self.n}"

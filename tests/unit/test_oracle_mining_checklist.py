@@ -172,17 +172,17 @@ def test_a_position_continues_only_on_its_database() -> None:
     source = oracle_source(db)
     source.preflight()
     here = ScnPosition(db.current_scn, dbid=db.dbid, role="PRIMARY")
-    source._check_same_database(here)  # same DBID (also a promoted physical standby)
-    source._check_same_database(ScnPosition(db.current_scn))  # a position from before DBIDs were kept
+    source.log._check_same_database(here)  # same DBID (also a promoted physical standby)
+    source.log._check_same_database(ScnPosition(db.current_scn))  # a position from before DBIDs were kept
     with pytest.raises(PositionLostError) as err:
-        source._check_same_database(ScnPosition(db.current_scn, dbid=db.dbid + 1, role="PRIMARY"))
+        source.log._check_same_database(ScnPosition(db.current_scn, dbid=db.dbid + 1, role="PRIMARY"))
     assert f"DBID {db.dbid + 1}" in err.value.problem and "re-snapshot" in (err.value.fix or "")
     db.database_role = "LOGICAL STANDBY"  # same DBID, but a logical standby now: its SCNs are its own
     logical = oracle_source(db, "archive_log_only: true")
     logical.preflight()
     with pytest.raises(PositionLostError, match="logical standby"):
-        logical._check_same_database(here)
-    logical._check_same_database(ScnPosition(db.current_scn, dbid=db.dbid, role="LOGICAL STANDBY"))
+        logical.log._check_same_database(here)
+    logical.log._check_same_database(ScnPosition(db.current_scn, dbid=db.dbid, role="LOGICAL STANDBY"))
 
 
 def test_a_position_does_not_continue_past_an_open_resetlogs() -> None:
@@ -191,25 +191,25 @@ def test_a_position_does_not_continue_past_an_open_resetlogs() -> None:
     db, _ = db_with_rows(3)
     source = oracle_source(db)
     source.preflight()
-    start = source.current_position()
+    start = source.log.current_position()
     assert start.resetlogs == db.resetlogs_change == 1
     assert ScnPosition.from_dict(start.to_dict()) == start and start.to_dict()["resetlogs"] == "1"
-    source._check_same_database(start)
+    source.log._check_same_database(start)
     db.resetlogs_change = start.scn + 1  # opened with RESETLOGS after the checkpoint: nothing was lost
     source = oracle_source(db)
     source.preflight()
-    source._check_same_database(start)
-    after = start.after_window(start.scn + 10, {}, None, None, source.current_position().resetlogs)
+    source.log._check_same_database(start)
+    after = start.after_window(start.scn + 10, {}, None, None, source.log.current_position().resetlogs)
     assert after.resetlogs == start.scn + 1  # the next window's checkpoint counts in the new incarnation
-    source._check_same_database(after)
+    source.log._check_same_database(after)
     db.resetlogs_change = start.scn  # recovered to just before the checkpoint's SCN: changes lost
     source = oracle_source(db)
     source.preflight()
     with pytest.raises(PositionLostError) as err:
-        source._check_same_database(start)
+        source.log._check_same_database(start)
     assert f"RESETLOGS at SCN {start.scn}" in err.value.problem and "re-snapshot" in (err.value.fix or "")
     old = ScnPosition.from_dict({k: v for k, v in start.to_dict().items() if k != "resetlogs"})
-    source._check_same_database(old)  # a checkpoint from before incarnations were recorded
+    source.log._check_same_database(old)  # a checkpoint from before incarnations were recorded
 
 
 # ---- redo_log_catalog (item 25) -------------------------------------------------------------------------

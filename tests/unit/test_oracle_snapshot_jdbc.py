@@ -10,7 +10,8 @@ import pytest
 from cdclake.config import load_config_text
 from cdclake.errors import CdcError, ConfigError
 from cdclake.schema import TableSchema
-from cdclake.sources.oracle.snapshot import FlashbackRead, explain_snapshot_error, jdbc_properties
+from cdclake.sources.oracle.connection import jdbc_properties
+from cdclake.sources.oracle.snapshot import FlashbackRead, explain_snapshot_error
 from cdclake.sources.oracle.types import OracleTypeMapper, column_from_oracle
 
 
@@ -61,6 +62,11 @@ class _Spark:
         self.read = _Reader(self.conf)
 
 
+class _Flashback(FlashbackRead):
+    def start(self, tables: list[str]) -> Any:
+        raise AssertionError("not used")
+
+
 SCHEMA = TableSchema("APP", "T", [column_from_oracle("ID", "NUMBER(10)"),
                                   column_from_oracle("AT", "TIMESTAMP(6) WITH TIME ZONE")], ["ID"])
 
@@ -70,7 +76,7 @@ def test_every_snapshot_jdbc_read_passes_timezone_as_region_false(partitions: in
     config = oracle_config("  jdbc_options: {oracle.net.CONNECT_TIMEOUT: '10000'}\n"
                            f"  snapshot: {{partitions: {partitions}}}\n")
     spark = _Spark()
-    reader = FlashbackRead(config.source, OracleTypeMapper())
+    reader = _Flashback(config.source, OracleTypeMapper())
     reader.at_scn(4242)
     reader.read(spark, SCHEMA)  # type: ignore[arg-type]
     assert spark.read.calls, "no JDBC read"

@@ -9,9 +9,9 @@ from decimal import Decimal
 import pytest
 from cdclake.engine.repair.reconcile import KeyColumn, key_filters, sql_literal
 from cdclake.errors import CdcError
-from cdclake.sources.mysql.source import MySqlSource
+from cdclake.sources.mysql.snapshot import MySqlSnapshotReader
 from cdclake.sources.mysql.types import MySqlTypeMapper, column_from_definition
-from cdclake.spi import Source
+from cdclake.spi import SnapshotReader
 
 ID = KeyColumn("id", "`id`", "number")
 NAME = KeyColumn("name", "`name`", "string")
@@ -74,13 +74,13 @@ def test_the_mysql_plugin_says_which_keys_have_literals() -> None:
                      "DECIMAL(10,2)": "number", "VARCHAR(20)": "string", "ENUM('a','b')": "string", "DATE": "date",
                      "DATETIME(3)": None, "TIMESTAMP": None, "TIME": None, "BIT(1)": None, "VARBINARY(8)": None,
                      "DOUBLE": None, "DECIMAL(65,2)": None}
-    assert MySqlSource.filter_identifier(None, "we`ird") == "`we``ird`"  # type: ignore[arg-type]
-    assert Source.filter_identifier(None, "ID") == "ID"  # type: ignore[arg-type]
-    assert Source.filter_identifier(None, "two words") is None  # type: ignore[arg-type]
+    assert MySqlSnapshotReader.filter_identifier(None, "we`ird") == "`we``ird`"  # type: ignore[arg-type]
+    assert SnapshotReader.filter_identifier(None, "ID") == "ID"  # type: ignore[arg-type]
+    assert SnapshotReader.filter_identifier(None, "two words") is None  # type: ignore[arg-type]
 
 
 def test_the_oracle_plugin_says_which_keys_have_literals() -> None:
-    from cdclake.sources.oracle.source import OracleSource
+    from cdclake.sources.oracle.source import OracleSnapshotReader
     from cdclake.sources.oracle.types import OracleTypeMapper, column_from_oracle
 
     types = OracleTypeMapper()
@@ -94,5 +94,5 @@ def test_the_oracle_plugin_says_which_keys_have_literals() -> None:
     assert kinds == {"NUMBER(10)": "number", "NUMBER(12,2)": "number", "NUMBER": None, "VARCHAR2(20)": "string",
                      "CHAR(3)": "string", "NVARCHAR2(20)": None, "DATE": None, "TIMESTAMP(6)": None,
                      "RAW(16)": None, "BINARY_DOUBLE": None}
-    assert OracleSource.filter_identifier(None, "ORDER_ID") == "ORDER_ID"  # type: ignore[arg-type]
-    assert OracleSource.filter_identifier(None, "order_id") is None  # type: ignore[arg-type]  # a quoted name
+    assert OracleSnapshotReader.filter_identifier(None, "ORDER_ID") == "ORDER_ID"  # type: ignore[arg-type]
+    assert OracleSnapshotReader.filter_identifier(None, "order_id") is None  # type: ignore[arg-type]  # a quoted name

@@ -11,7 +11,7 @@ from cdclake.sources.mysql.position import BinlogPosition
 from cdclake.sources.oracle import queries as Q
 from cdclake.sources.oracle.lag import RedoScan
 from cdclake.sources.oracle.position import ScnPosition
-from cdclake.spi.source import PendingChanges
+from cdclake.spi import PendingChanges
 
 T0 = datetime(2030, 1, 1, 0, 0, 0)  # commit times are naive UTC
 EPOCH = 1_893_456_000.0  # T0 as epoch seconds

@@ -67,7 +67,7 @@ class PipelineContext:
     def read_source(self, schema: TableSchema, where: str | None = None) -> DataFrame:
         """The source's rows of ``schema``'s table (matching ``where``) as canonical columns, with the
         column rules applied: the one read of snapshots, backfills and reconcile."""
-        rows = self.source.snapshot_read(self.spark, self.lake_schema(schema), where)
+        rows = self.source.snapshot.read(self.spark, self.lake_schema(schema), where)
         return self.columns.mask_frame(schema.qualified_name, rows)
 
     def key_columns(self, schema: TableSchema) -> list[str]:
@@ -79,8 +79,8 @@ class PipelineContext:
         return ":".join(["cdclake", self.config.pipeline, *map(str, parts)])
 
     def position(self, data: dict[str, Any]) -> Position:
-        return self.source.position_from_dict(data)
+        return self.source.position_type.from_dict(data)
 
     def tell_positions(self, states: Mapping[str, Any]) -> None:
         """Tell the source where the lake's tables stand (``states``: table -> its ``TableState``)."""
-        self.source.lake_positions({t: self.position(s.position) for t, s in states.items() if s.position})
+        self.source.log.lake_positions({t: self.position(s.position) for t, s in states.items() if s.position})

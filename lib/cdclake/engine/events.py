@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from cdclake.spi.source import SEQ_SPAN
+from cdclake.spi import SEQ_SPAN
 
 OPS = ("c", "u", "d", "r", "t")
 WINDOW_MARKER_OP = "w"  # bronze row closing a mined window (holds its end position)

@@ -134,7 +134,7 @@ def nothing_to_mine(ctx: PipelineContext, snapshot_missing: bool = False) -> Run
     if snapshot_missing and any(states.get(t) is None or states[t].status != TABLE_STREAMING
                                 for t in ctx.source.captured_tables()):
         return None
-    end = ctx.source.current_position()
+    end = ctx.source.log.current_position()
     if any(ctx.position(s.position).ordinal != end.ordinal for s in streaming):
         return None
     report = RunReport("", "mine", window_id=window.window_id, start=end.describe(), end=end.describe())
@@ -164,7 +164,7 @@ def mine(ctx: PipelineContext, report: RunReport, max_events: int | None,
         report.resumed = True
     else:
         window = ctx.control.plan_window(
-            next_window(window, states, end_limit or ctx.source.current_position().to_dict(), max_events),
+            next_window(window, states, end_limit or ctx.source.log.current_position().to_dict(), max_events),
             report.run_id)
         crash_point("planned")
     assert window is not None
@@ -174,7 +174,7 @@ def mine(ctx: PipelineContext, report: RunReport, max_events: int | None,
 
     marker = ctx.bronze.marker(window.window_id) if report.resumed else None  # a window planned now is not mined
     if marker is None:
-        ctx.source.check_available(start)
+        ctx.source.log.check_available(start)
         parked = {t for t, s in all_states.items() if s.status == TABLE_PARKED}
         miner = WindowMiner(ctx, window, states, report, parked=parked)
         end = miner.mine()
@@ -195,7 +195,7 @@ def mine(ctx: PipelineContext, report: RunReport, max_events: int | None,
     report.phase("checkpoint")
     # A source whose windows end on transactions reaches its planned end unless it split the window (a
     # statement, the planner's size): the run goes on to that end.
-    if ctx.source.windows_end_on_transaction_boundaries and window.max_events is None \
+    if ctx.source.log.windows_end_on_transaction_boundaries and window.max_events is None \
             and end.ordinal < ctx.position(window.end_limit).ordinal:
         report.short_of = window.end_limit
     return {**all_states, **new_states}
@@ -279,7 +279,7 @@ class WindowMiner:
             max_events=self.window.max_events, floors=self.floors, staging=f"{self.staging}/source",
             splits=self._split_options(),
         )
-        return self.ctx.source.mine_window(self.spark, request, self)
+        return self.ctx.source.log.mine_window(self.spark, request, self)
 
     def _split_options(self) -> SplitOptions:
         m = self.ctx.config.mining
@@ -476,7 +476,7 @@ class WindowMiner:
         report.phase("bronze")
         crash_point("bronze")
         assembly.release()
-        ctx.source.release()
+        ctx.source.log.release()
         hadoop_delete(spark, staging)
         report.events, report.transactions = marker["events"], marker["transactions"]
         report.rows_by_table = rows_by_table
@@ -500,7 +500,7 @@ class WindowMiner:
         self.report.phase("bronze")
         crash_point("bronze")
         assembly.release()
-        ctx.source.release()
+        ctx.source.log.release()
         hadoop_delete(spark, self.staging)
         self.report.events, self.report.transactions, self.report.rows_by_table = 0, 0, {}
         return mined.end

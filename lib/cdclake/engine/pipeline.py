@@ -139,7 +139,7 @@ class Pipeline:
             if report.resumed and total.windows == 1:
                 # The resumed window ended where an earlier run planned it: what came since is next, where the
                 # source tells exactly that nothing came (else an idle window would be written after every kill).
-                if not self.ctx.source.windows_end_on_transaction_boundaries:
+                if not self.ctx.source.log.windows_end_on_transaction_boundaries:
                     total.note = "changes committed after its end are mined by the next run"
                     return total
                 if nothing_to_mine(self.ctx) is not None:

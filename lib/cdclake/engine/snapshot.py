@@ -60,11 +60,11 @@ def snapshot(ctx: PipelineContext, report: RunReport, tables_regex: str | None, 
     if force and any(t in states and states[t].status == TABLE_STREAMING for t in todo):
         _cancel_unwritten_window(ctx, report.run_id)
     ctx.tell_positions(states)
-    start = source.snapshot_start(todo)
+    start = source.snapshot.start(todo)
     try:
         _snapshot_tables(ctx, report, start, todo, states, quality)
     finally:
-        source.end_snapshot_read()
+        source.snapshot.end()
 
 
 def _snapshot_tables(ctx: PipelineContext, report: RunReport, start: SnapshotStart, todo: list[str],
@@ -80,7 +80,7 @@ def _snapshot_tables(ctx: PipelineContext, report: RunReport, start: SnapshotSta
             f"cannot add {', '.join(todo)} now: a transaction open at the snapshot ({pos.describe()}) started "
             f"before the position the other tables stream from ({stream_at.describe()}), "
             "so its earlier changes to the new tables are no longer in any window",
-            source.snapshot_deferred_hint(),
+            source.snapshot.deferred_hint(),
         )
     seq = snapshot_seq(pos.ordinal)
     control.set_tables([TableState(t, TABLE_SNAPSHOTTING, pos.to_dict(), pos.ordinal, None, None) for t in todo],
@@ -103,13 +103,13 @@ def _snapshot_tables(ctx: PipelineContext, report: RunReport, start: SnapshotSta
             try:
                 report.rows_by_table[t] = _write_target(ctx, t, schema, seq, pos.describe(), replaces=t in states)
             except (*delta_refusals(), UnstorableNames) as exc:  # only this table stops; the others are read
-                source.end_snapshot_read(t)
+                source.snapshot.end(t)
                 reason = f"the snapshot could not be written: {_first_line(exc)}"
                 log.error("snapshot: %s is parked: %s", t, reason)
                 parked.append(TableState(t, TABLE_PARKED, pos.to_dict(), pos.ordinal, None, None,
                                          parked_detail(t, pos.describe(), reason)))
                 continue
-            source.end_snapshot_read(t)
+            source.snapshot.end(t)
             written.append(TableState(t, TABLE_STREAMING, pos.to_dict(), pos.ordinal, None, None,
                                       {"snapshot_position": pos.describe(), "as_of": time.time(),
                                        "row_key": ctx.row_key(schema).describe()}))
@@ -152,7 +152,7 @@ def _write_target(ctx: PipelineContext, table: str, schema: TableSchema, seq: in
     except CdcError:
         raise
     except Exception as exc:
-        explained = ctx.source.explain_error(exc)
+        explained = ctx.source.snapshot.explain_error(exc)
         if explained is None:
             raise
         raise explained from exc

@@ -38,8 +38,8 @@ from cdclake.engine.lake import is_delta_table, read_delta
 from cdclake.engine.lakeview import LakeView
 from cdclake.engine.names import renamed_columns
 from cdclake.errors import CdcError
+from cdclake.spi import PENDING_SCAN_EVENTS, PendingChanges
 from cdclake.spi.logrows import KIND_CHANGE, KIND_PIECE
-from cdclake.spi.source import PENDING_SCAN_EVENTS, PendingChanges
 
 if TYPE_CHECKING:
     from cdclake.engine.context import PipelineContext
@@ -171,7 +171,7 @@ def lag_of(ctx: PipelineContext, states: Mapping[str, TableState], clock: Clock 
     if positions:
         carried = _carried(ctx, set(positions))
         try:
-            pending = ctx.source.pending_changes(positions, carried, max_events)
+            pending = ctx.source.log.pending_changes(positions, carried, max_events)
         except CdcError as exc:
             pending = PendingChanges(note=exc.problem)
         except Exception as exc:  # status shows what it can; the lag is then unknown, with the reason
@@ -233,7 +233,7 @@ def _target_rows(ctx: PipelineContext, path: str) -> int | None:
 
 def _carried(ctx: PipelineContext, tables: set[str]) -> dict[str, frozenset[str]]:
     """Transactions open at the positions whose changes the lake holds in flight: txid -> tables."""
-    if ctx.source.windows_end_on_transaction_boundaries:
+    if ctx.source.log.windows_end_on_transaction_boundaries:
         return {}
     return ctx.control.read(lambda view: _carried_of_view(ctx, view, tables), lambda: _carried_of_spark(ctx, tables))
 

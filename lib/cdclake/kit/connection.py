@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from typing import Any
 
 from cdclake.errors import PreflightError
@@ -49,9 +50,10 @@ class Connector(abc.ABC):
     def jdbc(self) -> JdbcEndpoint:
         """URL and properties of Spark's JDBC reads of this server."""
 
-    def connect(self) -> Any:
-        """:meth:`open`, with a failed attempt raised as a retryable error that says what to check."""
+    def connect(self, open_connection: Callable[[], Any] | None = None) -> Any:
+        """:meth:`open` (or ``open_connection``, e.g. an emulator's), with a failed attempt raised as a retryable
+        error that says what to check."""
         try:
-            return self.open()
+            return (open_connection or self.open)()
         except self.connect_errors as exc:
             raise cannot_connect(self.system, self.where(), exc, self.fix) from None

@@ -45,7 +45,7 @@ def compare_table(spark: SparkSession, pipeline: Pipeline, table: str, limit: in
     from pyspark.sql import functions as F
 
     source = pipeline.source
-    schema = source.snapshot_start([table]).schemas[table]
+    schema = source.snapshot.start([table]).schemas[table]
     src = pipeline.ctx.read_source(schema)
     schema = pipeline.ctx.columns.lake_schema(schema)
     src = src.selectExpr(*typed_select(source.types, schema))
@@ -67,7 +67,7 @@ def compare_table(spark: SparkSession, pipeline: Pipeline, table: str, limit: in
         differing = grouped.where("__lake <> __source").limit(2 * limit).collect()
     finally:
         grouped.unpersist()
-        source.end_snapshot_read()  # a table without a row key is held still while it is read
+        source.snapshot.end()  # a table without a row key is held still while it is read
     only_lake, only_src = [], []
     for row in differing:
         values = {k: v for k, v in row.asDict().items() if k not in ("__lake", "__source")}

@@ -71,11 +71,11 @@ def read_start(ctx: PipelineContext, table: str, then: str) -> tuple[TableSchema
     rows re-read with another schema than the lake's would not fit (a DDL mining has not applied yet)."""
     entry = ctx.control.latest_entries().get(table)
     ctx.tell_positions(ctx.control.table_states())
-    start = ctx.source.snapshot_start([table])
+    start = ctx.source.snapshot.start([table])
     current = start.schemas[table]
     if entry is None or entry.schema is None or [(c.name, c.spark_type) for c in entry.schema.columns] != [
             (c.name, c.spark_type) for c in current.columns]:
-        ctx.source.end_snapshot_read()
+        ctx.source.snapshot.end()
         raise CdcError(f"the source's definition of {table} differs from the lake's (a DDL mining has not "
                        "applied yet)", f"run 'cdclake mine' until the table is caught up, then run the same {then} "
                        "again")

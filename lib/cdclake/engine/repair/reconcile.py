@@ -256,7 +256,7 @@ def _schema(ctx: PipelineContext, table: str) -> tuple[TableSchema, Any]:
     next ``snapshot_read`` reads at."""
     _, start = read_start(ctx, table, "reconcile")
     if start.held:
-        ctx.source.end_snapshot_read()  # reconcile only reads: writers to the table need not wait
+        ctx.source.snapshot.end()  # reconcile only reads: writers to the table need not wait
     return start.schemas[table], start.position
 
 
@@ -264,7 +264,7 @@ def _key_columns(ctx: PipelineContext, schema: TableSchema) -> list[KeyColumn]:
     keys = ctx.key_columns(schema)
     rules = ctx.columns.rules(schema.qualified_name)
     # a masked key's lake value is not the source's: no filter selects its rows (a repair is refused)
-    return [KeyColumn(k, ctx.source.filter_identifier(schema.column(k).name),
+    return [KeyColumn(k, ctx.source.snapshot.filter_identifier(schema.column(k).name),
                       None if rules and rules.mask(k) else ctx.source.types.filter_literal_kind(schema.column(k)))
             for k in keys]
 

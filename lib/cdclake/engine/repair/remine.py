@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 def remine(ctx: PipelineContext, report: RunReport, first: int, last: int) -> list[int]:
     """Re-mine the applied windows ``first..last`` that bronze no longer has; the ones re-mined."""
-    if not ctx.source.windows_end_on_transaction_boundaries:
+    if not ctx.source.log.windows_end_on_transaction_boundaries:
         raise CdcError(
             f"re-mining is not supported for {ctx.config.source.type} sources yet: their windows continue "
             "transactions from the in-flight buffer, which no longer holds what it held then",
@@ -59,7 +59,7 @@ def _remine_window(ctx: PipelineContext, report: RunReport, window: WindowState)
               if s.status in (TABLE_STREAMING, TABLE_DROPPED)}
     start = ctx.position(window.start)
     recorded_end = ctx.position(window.end)  # type: ignore[arg-type]
-    ctx.source.check_available(start)
+    ctx.source.log.check_available(start)
     # The recorded end is the limit: the source stops on the same transaction boundary as the first time.
     bounded = WindowState(wid, WINDOW_MINED, window.start, window.end, None, None)  # type: ignore[arg-type]
     events, transactions, rows = report.events, report.transactions, dict(report.rows_by_table)

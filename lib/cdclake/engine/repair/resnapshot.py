@@ -66,7 +66,7 @@ def resnapshot(ctx: PipelineContext, report: RunReport, table: str, where: str |
                 if multiset:
                     _read(ctx, b, where, entry.schema)  # type: ignore[union-attr]
             finally:
-                ctx.source.end_snapshot_read()
+                ctx.source.snapshot.end()
         crash_point("backfill_planned")
     assert entry is not None and entry.schema is not None  # _plan refuses a table never snapshotted
     schema = entry.schema
@@ -74,7 +74,7 @@ def resnapshot(ctx: PipelineContext, report: RunReport, table: str, where: str |
     position = ctx.position(b.position)
     report.start = report.end = position.describe()
     if b.status == PLANNED:
-        ctx.source.prepare_snapshot_read(position)
+        ctx.source.snapshot.prepare(position)
         _read(ctx, b, where, schema)
     if ctx.targets.keep_history or multiset:
         _mine_past(ctx, table, position)

@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cdclake.errors import CdcError
+from cdclake.kit import read_jdbc
 from cdclake.schema import Column, TableSchema
 from cdclake.sources.db2 import queries as Q
 from cdclake.sources.db2.catalog import Registration
 from cdclake.sources.db2.config import Db2SourceConfig
 from cdclake.sources.db2.position import CommitSeqPosition, show
 from cdclake.sources.db2.types import Db2TypeMapper, quote_identifier
-from cdclake.spi.jdbc import read_jdbc
-from cdclake.spi.source import SEQ_SPAN
+from cdclake.spi import SEQ_SPAN
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -93,10 +93,14 @@ class Db2Server:
         self.config = config
         self.cs = config.control_schema
         self.connector = Db2Connector(config)
-        self.connect_new = connect or self.connector.connect
+        self._open = connect
         self._conn: Any = None
         #: positions the lake's tables stand at: the commit clock counts on from them
         self.anchors: list[CommitSeqPosition] = []
+
+    def connect_new(self) -> Any:
+        """A connection of its own (e.g. one that holds the snapshot's locks)."""
+        return self.connector.connect(self._open)
 
     def conn(self) -> Any:
         if self._conn is None:

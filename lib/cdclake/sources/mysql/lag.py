@@ -41,7 +41,7 @@ from cdclake.errors import PositionLostError
 from cdclake.sources.mysql import preflight
 from cdclake.sources.mysql.ddl import MYSQL_DIALECT
 from cdclake.sources.mysql.position import BinlogPosition
-from cdclake.spi.source import PendingChanges
+from cdclake.spi import PendingChanges
 from cdclake.sqltokens import SqlParseError, TokenCursor, tokenize
 
 #: the binlog client's server_id: 0 never ends another dump connection (see the module docstring)

@@ -6,7 +6,8 @@ from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from cdclake.spi.config import SourceConfigBase, StrictModel
+from cdclake.kit import ServerConfig, SnapshotOptions
+from cdclake.spi.config import StrictModel
 
 # Snapshots pass it as 'false' to the Oracle JDBC driver (ORA-01882 otherwise): checklist item 27.
 TIMEZONE_AS_REGION = "oracle.jdbc.timezoneAsRegion"
@@ -56,10 +57,7 @@ class OracleMiningOptions(StrictModel):
         return self
 
 
-class OracleSnapshotOptions(StrictModel):
-    partitions: int = Field(4, ge=1, description="parallel JDBC reads (ROWID or key ranges) per table")
-    fetch_size: int = Field(10_000, ge=1)
-    min_rows_per_partition: int = Field(50_000, ge=1)
+class OracleSnapshotOptions(SnapshotOptions):
     lock_mode: Literal["shared", "none"] = "shared"
     retries: int = Field(2, ge=0, description="re-reads of a failed chunk at the same SCN")
 
@@ -70,21 +68,19 @@ class OracleExportOptions(StrictModel):
     ddl_file: str | None = Field(None, description="CREATE TABLE statements (for tables without DDL rows)")
 
 
-class OracleSourceConfig(SourceConfigBase):
+class OracleSourceConfig(ServerConfig):
     """An Oracle database (LogMiner), or exported LogMiner rows (``mode: export``)."""
 
     type: Literal["oracle"]
     mode: Literal["live", "export"] = "live"
     dsn: str | None = Field(None, description="EZConnect or TNS descriptor; else host/port/service_name")
-    host: str | None = None
+    host: str | None = None  # type: ignore[assignment]
     port: int = 1521
     service_name: str | None = None
-    user: str | None = None
-    password: SecretStr | None = None
+    user: str | None = None  # type: ignore[assignment]  # (export mode needs none)
+    password: SecretStr | None = None  # type: ignore[assignment]
     pdb: str | None = Field(None, description="PDB of the captured tables (CDB only; LogMiner runs in the root)")
     snapshot_dsn: str | None = Field(None, description="connect string of the PDB for snapshots (CDB)")
-    connect_timeout: int = Field(10, ge=1)
-    jdbc_options: dict[str, str] = Field(default_factory=dict)
     mining: OracleMiningOptions = Field(default_factory=OracleMiningOptions)
     snapshot: OracleSnapshotOptions = Field(default_factory=OracleSnapshotOptions)
     export: OracleExportOptions | None = None

@@ -44,7 +44,7 @@ from typing import Any, Protocol
 from cdclake.errors import PositionLostError
 from cdclake.sources.oracle import queries as Q
 from cdclake.sources.oracle.position import ScnPosition
-from cdclake.spi.source import PendingChanges
+from cdclake.spi import PendingChanges
 
 log = logging.getLogger(__name__)
 DISTANCE_UNIT = "scn"

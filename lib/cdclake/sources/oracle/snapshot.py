@@ -1,7 +1,7 @@
 """Flashback snapshots over Spark JDBC: every chunk of every table reads ``AS OF SCN`` the same SCN.
 
 Chunks are key ranges when the table has a single numeric key (Spark's ``partitionColumn``), else
-``ORA_HASH(ROWID, n - 1) = i`` slices. Every read goes through :func:`cdclake.spi.jdbc.read_jdbc`: a
+``ORA_HASH(ROWID, n - 1) = i`` slices. Every read goes through :func:`cdclake.kit.read_jdbc`: a
 ``CHAR(n)`` value keeps exactly the blanks Oracle padded it with (to n *bytes* for byte semantics),
 which is what the redo carries; Spark's own read-side padding would pad to n characters. A failed
 chunk is retried by Spark at the same SCN (the SCN is in the statement). ORA-01555 and ORA-01466
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from cdclake.errors import CdcError
 from cdclake.kit import ChunkPlan, JdbcEndpoint, JdbcSnapshotReader, KeyRange, read_jdbc
 from cdclake.sources.oracle.config import TIMEZONE_AS_REGION
+from cdclake.sources.oracle.connection import OracleConnector
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -22,12 +23,6 @@ if TYPE_CHECKING:
     from cdclake.schema import TableSchema
     from cdclake.sources.oracle.config import OracleSourceConfig
 
-DRIVER = "oracle.jdbc.OracleDriver"
-
-
-def jdbc_url(config: OracleSourceConfig) -> str:
-    dsn = config.snapshot_dsn or config.connect_string()
-    return dsn if dsn.startswith("jdbc:") else f"jdbc:oracle:thin:@{dsn if '(' in dsn else '//' + dsn}"
 
 
 def _filter(where: str | None) -> str:
@@ -48,17 +43,6 @@ def snapshot_query(types: Any, schema: TableSchema, scn: int, where: str | None 
     return sql + _filter(where)
 
 
-def jdbc_properties(config: OracleSourceConfig) -> dict[str, str]:
-    """Connection properties of the snapshot reads. ``oracle.jdbc.timezoneAsRegion`` is always
-    ``false``, last, so the session time zone goes as an offset, never a region name the database may
-    not know (ORA-01882); the config refuses another value in ``source.jdbc_options``."""
-    return {
-        "driver": DRIVER, "user": config.user or "", "password": config.password.get_secret_value()
-        if config.password else "", "fetchsize": str(config.snapshot.fetch_size),
-        **config.jdbc_options, TIMEZONE_AS_REGION: "false",
-    }
-
-
 class FlashbackRead(JdbcSnapshotReader):
     """The chunked read's queries for Oracle: ``AS OF SCN`` selects, key ranges from a flashback MIN/MAX, and
     ``ORA_HASH(ROWID)`` slices for a table without an integer key. A subclass sets the SCN (``_snapshot_scn``)."""
@@ -66,6 +50,7 @@ class FlashbackRead(JdbcSnapshotReader):
     def __init__(self, config: OracleSourceConfig, types: Any) -> None:
         super().__init__(config.snapshot)
         self.config = config
+        self.connector = OracleConnector(config)
         self.types = types
         self._snapshot_scn: int | None = None
 
@@ -79,7 +64,7 @@ class FlashbackRead(JdbcSnapshotReader):
         return self._snapshot_scn
 
     def endpoint(self) -> JdbcEndpoint:
-        return JdbcEndpoint(jdbc_url(self.config), jdbc_properties(self.config))
+        return self.connector.jdbc()
 
     def chunk_column(self, key: str) -> str:
         return f'"{key}"'

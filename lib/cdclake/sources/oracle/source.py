@@ -20,6 +20,7 @@ from cdclake.schema import TableSchema
 from cdclake.sources.oracle import preflight
 from cdclake.sources.oracle import queries as Q
 from cdclake.sources.oracle.config import OracleSourceConfig
+from cdclake.sources.oracle.connection import OracleConnector
 from cdclake.sources.oracle.decode import DecodePlan, decode_deferred, decode_prepared, prepare
 from cdclake.sources.oracle.logminer import RAW_COLUMNS, LogMinerClient, MiningSettings, raw_arrow_schema
 from cdclake.sources.oracle.position import LogPoint, ScnPosition
@@ -113,7 +114,7 @@ class OracleSource(Source):
         self._identity: tuple[int, str, int] | None = None  # DBID, DATABASE_ROLE, RESETLOGS_CHANGE# (preflight)
         self.skip_unparsable_ddl = context.skip_unparsable_ddl if context else False
         self.types = OracleTypeMapper()
-        self._connect = connect or self._oracledb_connect
+        self._connect = connect or OracleConnector(config).connect
         m = config.mining
         self.client = LogMinerClient(self._connect, MiningSettings(
             dictionary=m.dictionary, archive_log_only=m.archive_log_only, archive_destination=m.archive_destination,
@@ -130,24 +131,6 @@ class OracleSource(Source):
     @property
     def export_mode(self) -> bool:
         return self.config.mode == "export"
-
-    def _oracledb_connect(self) -> Any:
-        try:
-            import oracledb
-        except ImportError as exc:  # pragma: no cover - a dependency of the package
-            raise CdcError("python-oracledb is not installed", "pip install oracledb", permanent=True) from exc
-        try:
-            password = self.config.password.get_secret_value() if self.config.password else None
-            return oracledb.connect(
-                user=self.config.user, password=password, dsn=self.config.connect_string(),
-                tcp_connect_timeout=self.config.connect_timeout, expire_time=1,  # keepalive every minute
-            )
-        except oracledb.Error as exc:
-            raise PreflightError(
-                f"cannot connect to Oracle at {self.config.connect_string()} as {self.config.user}: {exc}",
-                "check source.dsn (or host/port/service_name), source.user and the password variable",
-                permanent=False,  # unreachable now: a later run may connect
-            ) from None
 
     @property
     def user(self) -> str:

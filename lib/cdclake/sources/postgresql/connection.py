@@ -53,13 +53,13 @@ class PostgresServer:
 
     def __init__(self, connector: PostgresConnector, connect: Callable[[], Any] | None = None) -> None:
         self.connector = connector
-        self._connect = connect or connector.connect
+        self._open = connect
         self._conn: Any = None
         self._system: str | None = None
 
     def conn(self) -> Any:
         if self._conn is None:
-            self._conn = self._connect()
+            self._conn = self.connector.connect(self._open)
         return self._conn
 
     def close(self) -> None:

@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from cdclake.errors import CdcError
+from cdclake.kit import read_jdbc
 from cdclake.sources.postgresql.decoder import ChangeDecoder, row_images
 from cdclake.sources.postgresql.pgoutput import PG_EPOCH, Delete, Insert, Relation, Truncate, Update, decode
 from cdclake.sources.postgresql.snapshot import session_settings_sql
-from cdclake.spi.jdbc import read_jdbc
+from cdclake.spi import SEQ_SPAN
 from cdclake.spi.logrows import UNAVAILABLE_KEY
 from cdclake.spi.records import Ddl, RowChange
-from cdclake.spi.source import SEQ_SPAN
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
