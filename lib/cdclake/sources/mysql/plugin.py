@@ -21,6 +21,6 @@ PLUGIN = SourcePlugin(
     create=_create,
     # the JDBC driver (snapshots) and the binlog decoder executors run (jvm/src/cdclake/mysql)
     jars=("org.mariadb.jdbc:mariadb-java-client:3.5.6", "com.zendesk:mysql-binlog-connector-java:0.30.1"),
-    docs="docs/types-mysql.md",
+    docs="docs/mysql.md",
     summary="MySQL and MariaDB: binlog over the replication protocol, JDBC snapshots under LOCK TABLES",
 )
