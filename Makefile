@@ -8,7 +8,7 @@ STAMP   := .venv/.cdclake-setup
 
 setup: $(STAMP)
 
-$(STAMP): setup.py tools/setup.sh lib/cdclake/jars.py tools/airflow-requirements.txt $(wildcard jvm/src/cdclake/*/*.java) \
+$(STAMP): setup.py tools/setup.sh $(wildcard tools/setup.d/*.sh) lib/cdclake/jars.py tools/airflow-requirements.txt $(wildcard jvm/src/cdclake/*/*.java) \
           $(wildcard lib/cdclake/sources/*/plugin.py lib/cdclake/sources/*/requirements.txt)
 	bash tools/setup.sh
 	touch $(STAMP)

@@ -1,25 +1,26 @@
 #!/usr/bin/env bash
-# Idempotent set-up: system packages (MariaDB and PostgreSQL servers, sysbench), the virtualenvs (.venv for cdclake and
+# Idempotent set-up: system packages (the sources' test servers from tools/setup.d, sysbench), the virtualenvs (.venv for cdclake and
 # Spark, .venv-airflow for Airflow 3), and the JVM jars.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need_apt+=(mariadb-server mariadb-client)
+before_apt=()  # commands a source's set-up runs before apt installs its packages
 command -v sysbench >/dev/null 2>&1 || need_apt+=(sysbench)
 command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)  # javac: cdclake's JVM code
-# PostgreSQL's server binaries: the tests start their own throwaway clusters (cdclake.testing.postgres)
-compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need_apt+=(postgresql)
+# Each source's test servers: tools/setup.d/<source>.sh adds its Debian packages to need_apt.
+for part in tools/setup.d/*.sh; do
+  # shellcheck source=/dev/null
+  source "$part"
+done
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "cdclake setup: missing Debian packages ${need_apt[*]}; run 'make setup' as root or install them." >&2
     exit 1
   fi
-  if [[ " ${need_apt[*]} " == *" postgresql "* ]]; then
-    # only the binaries: no system-wide cluster is created (tests never use one)
-    mkdir -p /etc/postgresql-common/createcluster.d
-    echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.d/cdclake.conf
-  fi
+  for step in "${before_apt[@]}"; do
+    bash -c "$step"
+  done
   echo "cdclake setup: installing ${need_apt[*]}"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null

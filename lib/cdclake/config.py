@@ -362,7 +362,7 @@ def load_config_text(text: str, origin: str = "<config>", resolve_secrets: bool 
             lines.append(f"{key}: {msg}")
         raise ConfigError(
             f"invalid configuration in {origin}: " + "; ".join(lines),
-            "correct the key(s) named above (see conf/example-pipeline.yaml for every option)",
+            "correct the key(s) named above (see conf/example-mysql.yaml for every option)",
         ) from None
 
 

@@ -38,6 +38,53 @@ def test_the_engine_names_no_source() -> None:
     assert not found, "source names in the engine (move the detail into the source plug-in):\n" + "\n".join(found)
 
 
+def _files_every_source_adds() -> list[str]:
+    """The paths of the rows of docs/architecture.md's "Writing a source" table marked "every source"."""
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    section = doc.split("## Writing a source", 1)[1].split("\n## ", 1)[0]
+    paths = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[1] == "every source":
+            paths += re.findall(r"`([^`]+)`", cells[0])
+    return paths
+
+
+def test_the_architecture_doc_lists_the_files_every_source_has() -> None:
+    paths = _files_every_source_adds()
+    assert {"lib/cdclake/sources/db9/plugin.py", "lib/cdclake/sources/db9/snapshot.py", "conf/example-db9.yaml",
+            "tests/conformance/db9.py", "docs/db9.md"} <= set(paths), paths
+    missing = []
+    for p in plugins():
+        for path in paths:
+            if path.startswith("lib/cdclake/testing/"):  # the server its conformance driver starts
+                driver = (ROOT / "tests" / "conformance" / f"{p.name}.py").read_text()
+                if "cdclake.testing" not in driver:
+                    missing.append(f"{p.name}: tests/conformance/{p.name}.py starts no server of cdclake.testing")
+                continue
+            names = (p.name, *p.types)
+            if not any(list(ROOT.glob(path.replace("db9", n).replace("Db9", n.title()))) for n in names):
+                missing.append(f"{p.name}: {path}")
+    assert not missing, "docs/architecture.md lists files a source lacks:\n" + "\n".join(missing)
+
+
+def test_a_source_is_its_roles_and_the_engine_never_asks_their_class() -> None:
+    """The engine drives ``source.snapshot``/``source.log`` and never tests a source part's class."""
+    from cdclake.spi import FrameLogReader, LogReader, RecordLogReader, SnapshotReader
+
+    shapes = "|".join(c.__name__ for c in (LogReader, RecordLogReader, FrameLogReader, SnapshotReader)) + "|Source"
+    pattern = re.compile(r"(isinstance|issubclass)\([^)]*\b(" + shapes + r")\b")
+    found = [f"{path.relative_to(LIB)}:{n}" for path in sorted((LIB / "engine").rglob("*.py"))
+             for n, line in enumerate(path.read_text().splitlines(), start=1) if pattern.search(line)]
+    assert not found, found
+    for p in plugins():
+        package = LIB / "sources" / p.name
+        code = (package / "snapshot.py").read_text()
+        assert re.search(r"^class \w+\((JdbcSnapshotReader|FlashbackRead)\)", code, re.M), \
+            f"{p.name}: snapshot.py defines no snapshot reader on the kit"
+        assert re.search(r"^class \w+\(\w*Connector\)", (package / "connection.py").read_text(), re.M), p.name
+
+
 def test_the_architecture_doc_names_the_files_of_a_source() -> None:
     doc = (ROOT / "docs" / "architecture.md").read_text()
     for required in ("plugin.py", "config.py", "requirements.txt", "tests/conformance/"):

@@ -143,7 +143,7 @@ def test_gate_error_names_table_expectation_column_values_and_fix() -> None:
 def test_example_pipeline_declares_a_valid_quality_block(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("SBTEST_PASSWORD", "x")
     monkeypatch.setenv("CDCLAKE_MASK_SALT", "y")
-    config = load_config(ROOT / "conf" / "example-pipeline.yaml")
+    config = load_config(ROOT / "conf" / "example-mysql.yaml")
     assert config.tables and any(t.expectations for t in config.tables.values())
     assert any(t.mask_columns for t in config.tables.values())
     check_declared(config.model_copy(update={"quality": config.quality.model_copy(update={"enabled": True})}))

@@ -16,22 +16,22 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from cdclake.errors import CdcError, PositionLostError, PreflightError, command, table_regex
-from cdclake.kit import ChunkPlan, Connector, JdbcEndpoint, JdbcSnapshotReader, KeyRange
 from cdclake.schema import TableSchema
 from cdclake.sources.db2 import catalog
 from cdclake.sources.db2 import queries as Q
-from cdclake.sources.db2.config import ISOLATION_LEVELS, Db2SourceConfig
-from cdclake.sources.db2.position import CommitSeqPosition, clock_after, seq_hex, show
+from cdclake.sources.db2.config import Db2SourceConfig
+from cdclake.sources.db2.connection import Db2Server
+from cdclake.sources.db2.position import CommitSeqPosition, seq_hex, show
 from cdclake.sources.db2.reads import (
     TableRead,
     assemble,
     cd_rows,
     explain_missing_uow,
-    jdbc_properties,
     numbered,
     uow_rows,
 )
-from cdclake.sources.db2.types import NOT_CAPTURED, Db2TypeMapper, quote_identifier
+from cdclake.sources.db2.snapshot import Db2SnapshotReader
+from cdclake.sources.db2.types import NOT_CAPTURED, Db2TypeMapper
 from cdclake.spi import (
     PENDING_SCAN_EVENTS,
     CommittedWindow,
@@ -39,7 +39,6 @@ from cdclake.spi import (
     LogReader,
     PendingChanges,
     Position,
-    SnapshotStart,
     Source,
     SourceContext,
     WindowRequest,
@@ -57,118 +56,6 @@ CAPTURE_BEHIND_WARN_S = 600
 _EMPTY_STATS = {"events": 0, "transactions": 0, "rolled_back": 0, "rows_by_table": {}, "truncates": 0,
                 "partial": False}
 
-
-def schema_ddl(schema: TableSchema) -> str:
-    """The CREATE TABLE text a schema-history entry shows for ``schema`` (from the catalog, not the server)."""
-    cols = ", ".join(f"{quote_identifier(c.name)} {c.source_type}{'' if c.nullable else ' NOT NULL'}"
-                     for c in schema.columns)
-    key = f", PRIMARY KEY ({', '.join(quote_identifier(k) for k in schema.primary_key)})" if schema.primary_key else ""
-    return f"CREATE TABLE {quote_identifier(schema.database)}.{quote_identifier(schema.table)} ({cols}{key})"
-
-
-class Db2Connector(Connector):
-    system = "Db2"
-    fix = "check source.host, port, database, user and password, and that the server accepts TCP/IP connections"
-
-    def __init__(self, config: Db2SourceConfig) -> None:
-        self.config = config
-
-    def where(self) -> str:
-        return f"{self.config.host}:{self.config.port}/{self.config.database} as {self.config.user}"
-
-    def open(self) -> Any:
-        import ibm_db_dbi
-
-        return ibm_db_dbi.connect(self.config.dsn(), self.config.user, self.config.password.get_secret_value())
-
-    def jdbc(self) -> JdbcEndpoint:
-        return JdbcEndpoint(self.config.spark_jdbc_url(), jdbc_properties(self.config))
-
-
-class Db2Server:
-    """The source's driver connection (it plans, reads the register and catalog, counts) and Capture's state:
-    registrations, synchpoint and the commit clock of positions."""
-
-    def __init__(self, config: Db2SourceConfig, connect: Callable[[], Any] | None = None) -> None:
-        self.config = config
-        self.cs = config.control_schema
-        self.connector = Db2Connector(config)
-        self._open = connect
-        self._conn: Any = None
-        #: positions the lake's tables stand at: the commit clock counts on from them
-        self.anchors: list[CommitSeqPosition] = []
-
-    def connect_new(self) -> Any:
-        """A connection of its own (e.g. one that holds the snapshot's locks)."""
-        return self.connector.connect(self._open)
-
-    def conn(self) -> Any:
-        if self._conn is None:
-            self._conn = self.connect_new()
-        return self._conn
-
-    def fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        conn = self.conn()
-        try:
-            return catalog.fetch(conn, sql, params)
-        finally:
-            conn.rollback()  # no read transaction stays open: it would block REMOVETABLE's DROP
-
-    def close(self) -> None:
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            finally:
-                self._conn = None
-
-    # ---- tables -------------------------------------------------------------------------------------------
-
-    def registrations(self) -> dict[str, catalog.Registration]:
-        try:
-            return catalog.registrations(self.conn(), self.cs)
-        except Exception as exc:
-            if "SQL0204N" in str(exc):
-                raise PreflightError(f"{self.cs}.IBMSNAP_REGISTER does not exist: SQL Replication's Capture control "
-                                     f"tables are not in schema {self.cs}",
-                                     "create them (asncdctables.sql, docs/db2.md) or set source.control_schema to "
-                                     "the schema that has them (ASNCDC in Debezium's set-up, ASN in a classic "
-                                     "one)") from None
-            raise
-        finally:
-            self.conn().rollback()
-
-    def capture_behind(self, hwm: catalog.Synchpoint) -> float | None:
-        """Seconds from Capture's ``SYNCHTIME`` to the server's clock (None if Capture has not set one)."""
-        if hwm.time is None:
-            return None
-        now = self.fetch(Q.RETENTION.format(cs=self.cs))[0][2]
-        return None if now is None else (now - dt.datetime.fromisoformat(hwm.time)).total_seconds()
-
-    def high_water_mark(self, required: bool = True) -> catalog.Synchpoint | None:
-        try:
-            hwm = catalog.high_water_mark(self.conn(), self.cs)
-        finally:
-            self.conn().rollback()
-        if hwm is None and required:
-            raise CdcError(f"Capture has no synchpoint in {self.cs}.IBMSNAP_REGISTER (it has not run)",
-                           f"start Capture: VALUES {self.cs}.ASNCDCSERVICES('start','asncdc')", permanent=True)
-        return hwm
-
-    # ---- positions ------------------------------------------------------------------------------------------
-
-    def uow_count(self, lo: str, hi: str) -> int:
-        rows = self.fetch(Q.UOW_COUNT.format(cs=self.cs), (bytes.fromhex(lo), bytes.fromhex(hi)))
-        return int(rows[0][0] or 0)
-
-    def position_at(self, commitseq: str, anchors: list[CommitSeqPosition] | None = None,
-                     captured_at: str | None = None) -> CommitSeqPosition:
-        return CommitSeqPosition(commitseq, clock_after(self.anchors if anchors is None else anchors, commitseq,
-                                                        self.uow_count), captured_at)
-
-    def position_at_hwm(self) -> CommitSeqPosition:
-        hwm = self.high_water_mark()
-        assert hwm is not None
-        return self.position_at(hwm.seq, captured_at=hwm.time)
 
 class Db2Source(Source):
     connector = "db2"
@@ -222,93 +109,6 @@ class Db2Source(Source):
                         "%s.ASNCDCSERVICES('status','asncdc')",
                         behind, hwm.time, cs, cs)
 
-
-
-class Db2SnapshotReader(JdbcSnapshotReader):
-    """Tables read over Spark JDBC at the isolation ``source.snapshot.isolation`` says, optionally under SHARE locks
-    taken before the position (Capture's synchpoint)."""
-
-    def __init__(self, server: Db2Server, types: Db2TypeMapper) -> None:
-        super().__init__(server.config.snapshot)
-        self.server = server
-        self.config = server.config
-        self.types = types
-        self.cs = server.cs
-        self._snapshot: CommitSeqPosition | None = None
-        self._lock_conn: Any = None  # holds the snapshot's table locks (its transaction stays open)
-        self._held: set[str] = set()
-
-    def start(self, tables: list[str]) -> SnapshotStart:
-        regs = self.server.registrations()
-        for table in tables:
-            if table not in regs:
-                raise CdcError(f"{table} is not registered for capture in {self.cs}.IBMSNAP_REGISTER",
-                               f"CALL {self.cs}.ADDTABLE('<schema>', '<table>') and VALUES "
-                               f"{self.cs}.ASNCDCSERVICES('reinit','asncdc')", permanent=True)
-        if self.config.snapshot.lock_mode == "share":
-            self._lock_tables([regs[t] for t in tables])  # before the position: no write lands in between
-        position = self.server.position_at_hwm()
-        schemas = {t: catalog.table_schema(self.server.conn(), regs[t]) for t in tables}
-        self.server.conn().rollback()
-        self._snapshot = position
-        return SnapshotStart(position, schemas, {t: schema_ddl(s) for t, s in schemas.items()}, sorted(self._held))
-
-    def _lock_tables(self, regs: list[catalog.Registration]) -> None:
-        conn = self._lock_conn = self._lock_conn or self.server.connect_new()
-        try:
-            catalog.execute(conn, Q.LOCK_TIMEOUT.format(seconds=self.config.snapshot.lock_timeout))
-            for reg in regs:
-                catalog.execute(conn, Q.LOCK_TABLE.format(
-                    table=f"{quote_identifier(reg.source_owner)}.{quote_identifier(reg.source_table)}"))
-                self._held.add(reg.table)
-        except Exception as exc:
-            self.end()
-            raise CdcError(f"cannot lock {', '.join(r.table for r in regs)} IN SHARE MODE for the snapshot "
-                           f"within source.snapshot.lock_timeout ({self.config.snapshot.lock_timeout} s): {exc}",
-                           "wait for the transactions writing them to end, raise source.snapshot.lock_timeout, or "
-                           "set source.snapshot.lock_mode: none (the snapshot is exact without locks)") from None
-
-    def end(self, table: str | None = None) -> None:
-        if table is None:
-            self._held.clear()
-        else:
-            self._held.discard(table)
-        if not self._held and self._lock_conn is not None:
-            conn, self._lock_conn = self._lock_conn, None
-            try:
-                conn.rollback()  # ends the transaction: the locks go
-            finally:
-                conn.close()
-
-    def prepare(self, position: Position) -> None:
-        assert isinstance(position, CommitSeqPosition)
-        self._snapshot = position
-
-    # ---- the chunked read's queries -----------------------------------------------------------------------
-
-    def endpoint(self) -> JdbcEndpoint:
-        return self.server.connector.jdbc()
-
-    def properties(self, schema: TableSchema) -> dict[str, str]:
-        custom = ", ".join(f"`{c.name}` {self.types.read_type(c)}" for c in schema.columns)
-        props = {"customSchema": custom}
-        if "defaultIsolationLevel" not in self.config.jdbc_options:
-            props["defaultIsolationLevel"] = str(ISOLATION_LEVELS[self.config.snapshot.isolation])
-        return props
-
-    def select_sql(self, schema: TableSchema, where: str | None, chunks: ChunkPlan) -> str:
-        cols = ", ".join(f"{self.types.read_sql(c)} AS {quote_identifier(c.name)}" for c in schema.columns)
-        return Q.TABLE_READ.format(columns=cols, table=_table(schema), where=f" WHERE {where}" if where else "")
-
-    def key_range(self, spark: SparkSession, schema: TableSchema, key: str, where: str | None) -> KeyRange | None:
-        if where:
-            return None  # a filtered read (reconcile, backfill) is small: one query
-        low, high, count = self.server.fetch(Q.KEY_RANGE.format(key=quote_identifier(key), table=_table(schema)))[0]
-        return None if low is None else KeyRange(int(low), int(high), int(count or 0))
-
-    def canonical(self, frame: DataFrame, schema: TableSchema) -> DataFrame:
-        return frame.selectExpr(*[f"CAST({self.types.canonical_sql(c, f'`{c.name}`')} AS "
-                                  f"{self.types.canonical_type(c)}) AS `{c.name}`" for c in schema.columns])
 
 
 class Db2LogReader(LogReader):
@@ -562,10 +362,6 @@ class Db2LogReader(LogReader):
         finally:
             kept.unpersist()
 
-
-
-def _table(schema: TableSchema) -> str:
-    return f"{quote_identifier(schema.database)}.{quote_identifier(schema.table)}"
 
 
 def _shape(schema: TableSchema) -> list[tuple[str, str, Any]]:

@@ -10,12 +10,17 @@ come back as errors that say what to do.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cdclake.errors import CdcError
 from cdclake.kit import ChunkPlan, JdbcEndpoint, JdbcSnapshotReader, KeyRange, read_jdbc
+from cdclake.sources.oracle import queries as Q
 from cdclake.sources.oracle.config import TIMEZONE_AS_REGION
 from cdclake.sources.oracle.connection import OracleConnector
+from cdclake.sources.oracle.position import ScnPosition
+from cdclake.spi import Position, SnapshotStart
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -123,3 +128,106 @@ def explain_snapshot_error(exc: BaseException, scn: int | None) -> CdcError | No
             permanent=True,
         )
     return None
+
+
+class OracleDatabase(Protocol):
+    """What the snapshot reader asks of the source: its LogMiner client, identity and export-mode rows."""
+
+    config: OracleSourceConfig
+    types: Any
+    client: Any
+
+    @property
+    def export_mode(self) -> bool: ...
+
+    def database(self) -> tuple[int, str, int]: ...
+
+    def export_schemas(self) -> dict[str, TableSchema]: ...
+
+    def export_frame(self) -> DataFrame: ...
+
+
+def _lob_text(value: Any) -> str:
+    return value.read() if hasattr(value, "read") else str(value)
+
+
+#: a test's stand-in for the JDBC read (the LogMiner simulator's flashback rows): (spark, schema, scn) -> rows
+SnapshotReadFunction = Callable[["SparkSession", "TableSchema", int], "DataFrame"]
+_ORACLE_PLAIN_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+class OracleSnapshotReader(FlashbackRead):
+    """Every chunk of every table read ``AS OF SCN`` one SCN (or the simulator's reader, or nothing in export mode)."""
+
+    def __init__(self, source: OracleDatabase, snapshot_reader: SnapshotReadFunction | None = None) -> None:
+        super().__init__(source.config, source.types)
+        self.source = source
+        self._snapshot_reader = snapshot_reader
+
+    def start(self, tables: list[str]) -> SnapshotStart:
+        from cdclake.sources.oracle.ddl import apply_ddl
+
+        if self.source.export_mode:
+            schemas = self.source.export_schemas()
+            first = self.source.export_frame().agg({"SCN": "min"}).first()[0]
+            scn = int(first) - 1 if first is not None else 0
+            self.at_scn(scn)
+            return SnapshotStart(ScnPosition(scn), {t: schemas[t] for t in tables},
+                                 {t: f"-- from {self.config.export.ddl_file or 'export DDL rows'}" for t in tables})
+        # The dictionary build comes before the locks (it commits) and before the snapshot SCN.
+        client = self.source.client
+        dictionary = client.build_dictionary() if self.config.mining.dictionary == "redo_log_catalog" else None
+        dbid, role, resetlogs = self.source.database()
+        conn = client.conn
+        locked = self.config.snapshot.lock_mode == "shared"
+        try:
+            if locked:
+                for t in tables:
+                    owner, name = t.split(".", 1)
+                    self.source.client.execute(Q.LOCK_TABLE.format(owner=owner, table=name))
+            scn = self.source.client.current_scn()
+            ddl: dict[str, str] = {}
+            schemas: dict[str, TableSchema] = {}
+            for t in tables:
+                owner, name = t.split(".", 1)
+                text = _lob_text(self.source.client.query(Q.TABLE_DDL, name=name, owner=owner)[0][0])
+                outcome = apply_ddl(text, dict(schemas), owner)
+                if t not in outcome.changes or outcome.changes[t] is None:
+                    raise CdcError(f"the definition of {t} from DBMS_METADATA did not parse into a table",
+                                   "report the statement; exclude the table meanwhile", permanent=True)
+                schemas[t] = outcome.changes[t]
+                ddl[t] = text
+        finally:
+            if locked:
+                conn.rollback()  # releases the ROW SHARE locks
+        oldest = self.source.client.oldest_open_transaction_scn()
+        resume = None if oldest is None or oldest > scn else oldest - 1
+        self.at_scn(scn)
+        return SnapshotStart(ScnPosition(scn, resume, dbid=dbid, role=role, dictionary=dictionary,
+                                         resetlogs=resetlogs), schemas, ddl)
+
+    def read(self, spark: SparkSession, schema: TableSchema, where: str | None = None) -> DataFrame:
+        if self._snapshot_scn is None:
+            raise CdcError("a snapshot read before its start", "this is a bug in the caller", permanent=True)
+        if self._snapshot_reader is not None:
+            frame = self._snapshot_reader(spark, schema, self._snapshot_scn)
+            return frame.where(where) if where else frame
+        if self.source.export_mode:
+            ddl = ", ".join(f"`{c.name}` STRING" for c in schema.columns)
+            return spark.createDataFrame([], ddl)
+        return super().read(spark, schema, where)
+
+    def prepare(self, position: Position) -> None:
+        assert isinstance(position, ScnPosition)
+        self.at_scn(position.scn)
+
+    def filter_identifier(self, name: str) -> str | None:
+        """Only an upper-case plain name: Oracle folds a bare name to upper case (Spark ignores case),
+        and the two have no quoting in common (Oracle ``"x"`` is a string in Spark SQL)."""
+        return name if _ORACLE_PLAIN_NAME.fullmatch(name) else None
+
+    def explain_error(self, exc: BaseException) -> CdcError | None:
+        return explain_snapshot_error(exc, self._snapshot_scn)
+
+    def deferred_hint(self) -> str:
+        return "run the snapshot again once that transaction has ended (GV$TRANSACTION shows it)"
