@@ -16,10 +16,10 @@ The kit imports :mod:`cdclake.spi` and the basics only; the engine does not use 
 """
 
 from cdclake.kit.config import ServerConfig, SnapshotOptions
-from cdclake.kit.connection import Connector, cannot_connect
+from cdclake.kit.connection import Connector, Session, cannot_connect
 from cdclake.kit.ddl import SchemaRegistry
 from cdclake.kit.jdbc import JdbcEndpoint, read_jdbc
-from cdclake.kit.snapshot import ChunkPlan, JdbcSnapshotReader, KeyRange
+from cdclake.kit.snapshot import ChunkPlan, HeldTables, JdbcSnapshotReader, KeyRange
 
-__all__ = ["ChunkPlan", "Connector", "JdbcEndpoint", "JdbcSnapshotReader", "KeyRange", "SchemaRegistry", "ServerConfig",
-           "SnapshotOptions", "cannot_connect", "read_jdbc"]
+__all__ = ["ChunkPlan", "Connector", "HeldTables", "JdbcEndpoint", "JdbcSnapshotReader", "KeyRange", "SchemaRegistry",
+           "ServerConfig", "Session", "SnapshotOptions", "cannot_connect", "read_jdbc"]

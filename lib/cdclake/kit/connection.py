@@ -35,8 +35,13 @@ class Connector(abc.ABC):
 
     system: str  # for messages, e.g. "PostgreSQL"
     fix: str = "check source.host, source.port, source.user and the password variable, and that the server runs"
-    #: the driver's exceptions that mean "could not connect" (others propagate as they are)
-    connect_errors: tuple[type[BaseException], ...] = (Exception,)
+
+    def __init__(self, config: Any) -> None:
+        self.config = config  # the source's model of the ``source:`` block
+
+    def connect_errors(self) -> tuple[type[BaseException], ...]:
+        """The driver's exceptions that mean "could not connect" (others propagate as they are)."""
+        return (Exception,)
 
     @abc.abstractmethod
     def where(self) -> str:
@@ -55,5 +60,30 @@ class Connector(abc.ABC):
         error that says what to check."""
         try:
             return (open_connection or self.open)()
-        except self.connect_errors as exc:
+        except self.connect_errors() as exc:
             raise cannot_connect(self.system, self.where(), exc, self.fix) from None
+
+
+class Session:
+    """A source's one driver connection, opened on first use (:meth:`Connector.connect`) and kept for the run."""
+
+    def __init__(self, connector: Connector, open_connection: Callable[[], Any] | None = None) -> None:
+        self.connector = connector
+        self._open = open_connection  # e.g. an emulator's connect (default: the connector's driver)
+        self._conn: Any = None
+
+    def connect_new(self) -> Any:
+        """A connection of its own (e.g. one that holds a snapshot's locks)."""
+        return self.connector.connect(self._open)
+
+    def conn(self) -> Any:
+        if self._conn is None:
+            self._conn = self.connect_new()
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            finally:
+                self._conn = None

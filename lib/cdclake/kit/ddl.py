@@ -19,9 +19,15 @@ statement only passed through (a swap's spare name) are left out.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
+from cdclake.errors import DdlParseError
 from cdclake.schema import TableSchema
 from cdclake.spi.records import DdlOutcome
-from cdclake.sqltokens import SqlParseError
+from cdclake.sqltokens import SqlDialect, SqlParseError, TokenCursor, tokenize
+
+#: parses the rest of a statement whose first word it is registered under, into the registry
+VerbParser = Callable[[TokenCursor, "SchemaRegistry"], None]
 
 
 class SchemaRegistry:
@@ -109,3 +115,26 @@ class SchemaRegistry:
         out.unknown = {k: v for k, v in out.unknown.items() if k not in self.current}
         out.ignored = not out.changes and not out.truncated
         return out
+
+
+def apply_statement(statement: str, dialect: SqlDialect, registry: SchemaRegistry, verbs: Mapping[str, VerbParser],
+                    other: Callable[[TokenCursor], None] | None = None) -> DdlOutcome:
+    """Apply one DDL statement to ``registry`` and return what it did: its first word picks the parser of
+    ``verbs`` (``CREATE``, ``ALTER``...); a statement none takes goes to ``other`` (which may raise), else it
+    changes nothing. A statement that cannot be read raises :class:`DdlParseError` (the caller fills in
+    ``position``).
+
+    >>> out = apply_statement("GRANT SELECT ON t TO u", SqlDialect(), SchemaRegistry({}, "db"), {})
+    >>> out.ignored
+    True
+    """
+    try:
+        cur = TokenCursor(statement, tokenize(statement, dialect))
+        parse = next((p for verb, p in verbs.items() if cur.accept(verb)), None)
+        if parse is not None:
+            parse(cur, registry)
+        elif other is not None:
+            other(cur)
+        return registry.finish()
+    except SqlParseError as exc:
+        raise DdlParseError(statement, position="?", reason=str(exc)) from exc

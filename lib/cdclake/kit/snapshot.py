@@ -28,8 +28,9 @@ A source subclasses it and supplies:
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cdclake.kit.config import SnapshotOptions
 from cdclake.kit.jdbc import JdbcEndpoint, read_jdbc
@@ -77,6 +78,35 @@ def plan_chunks(key_range: KeyRange | None, partitions: int, min_rows_per_partit
     parts = partitions if key_range.rows is None else min(partitions, max(1, key_range.rows // min_rows_per_partition))
     parts = min(parts, key_range.high - key_range.low + 1)
     return ChunkPlan(parts, None, key_range.low, key_range.high) if parts > 1 else ChunkPlan()
+
+
+class HeldTables:
+    """Tables a snapshot holds still (under locks a connection of their own keeps) until the engine has written
+    what it read of them (:meth:`SnapshotReader.end`): then ``release`` lets the locks go and the connection
+    closes."""
+
+    def __init__(self, release: Callable[[Any], None]) -> None:
+        self._release = release
+        self.conn: Any = None
+        self.tables: set[str] = set()
+
+    def hold(self, conn: Any, tables: Iterable[str]) -> None:
+        """``tables`` are held by ``conn``'s locks (more may join those already held)."""
+        self.conn = conn
+        self.tables.update(tables)
+
+    def let_go(self, table: str | None = None) -> None:
+        """``table`` is written (``None``: all are, or the snapshot failed); once none is held, release."""
+        if table is None:
+            self.tables.clear()
+        else:
+            self.tables.discard(table)
+        if not self.tables and self.conn is not None:
+            conn, self.conn = self.conn, None
+            try:
+                self._release(conn)
+            finally:
+                conn.close()
 
 
 class JdbcSnapshotReader(SnapshotReader):

@@ -24,10 +24,11 @@ import abc
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cdclake.errors import CdcError
 from cdclake.schema import TableSchema
+from cdclake.spi.config import SourceContext
 from cdclake.spi.position import Position
 from cdclake.spi.records import LogRecord
 from cdclake.spi.types import TypeMapper
@@ -164,8 +165,9 @@ class FrameLogReader(LogReader):
 class Source(abc.ABC):
     """A database whose changes cdclake captures: its roles, and what concerns the whole server.
 
-    A subclass sets the roles in its ``__init__``: ``snapshot`` (a :class:`SnapshotReader`), ``log`` (a
-    :class:`LogReader`), ``types`` (a :class:`TypeMapper`) and the class attribute ``position_type``.
+    A subclass passes its configuration, context and :class:`TypeMapper` to ``__init__`` and then sets its
+    roles: ``snapshot`` (a :class:`SnapshotReader`), ``log`` (a :class:`LogReader`); ``position_type`` is a
+    class attribute.
     """
 
     connector: str  # the pipeline file's source.type, e.g. "mariadb"
@@ -173,6 +175,11 @@ class Source(abc.ABC):
     snapshot: SnapshotReader
     log: LogReader
     position_type: type[Position]
+
+    def __init__(self, config: Any, context: SourceContext, types: TypeMapper) -> None:
+        self.config = config  # the source's own model of the ``source:`` block
+        self.context = context
+        self.types = types
 
     @abc.abstractmethod
     def preflight(self) -> None:

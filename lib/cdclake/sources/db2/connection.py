@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cdclake.errors import CdcError, PreflightError
-from cdclake.kit import Connector, JdbcEndpoint
+from cdclake.kit import Connector, JdbcEndpoint, Session
 from cdclake.sources.db2 import catalog
 from cdclake.sources.db2 import queries as Q
 from cdclake.sources.db2.config import Db2SourceConfig
@@ -19,8 +19,7 @@ class Db2Connector(Connector):
     system = "Db2"
     fix = "check source.host, port, database, user and password, and that the server accepts TCP/IP connections"
 
-    def __init__(self, config: Db2SourceConfig) -> None:
-        self.config = config
+    config: Db2SourceConfig
 
     def where(self) -> str:
         return f"{self.config.host}:{self.config.port}/{self.config.database} as {self.config.user}"
@@ -34,27 +33,16 @@ class Db2Connector(Connector):
         return JdbcEndpoint(self.config.spark_jdbc_url(), jdbc_properties(self.config))
 
 
-class Db2Server:
+class Db2Server(Session):
     """The source's driver connection (it plans, reads the register and catalog, counts) and Capture's state:
     registrations, synchpoint and the commit clock of positions."""
 
     def __init__(self, config: Db2SourceConfig, connect: Callable[[], Any] | None = None) -> None:
+        super().__init__(Db2Connector(config), connect)
         self.config = config
         self.cs = config.control_schema
-        self.connector = Db2Connector(config)
-        self._open = connect
-        self._conn: Any = None
         #: positions the lake's tables stand at: the commit clock counts on from them
         self.anchors: list[CommitSeqPosition] = []
-
-    def connect_new(self) -> Any:
-        """A connection of its own (e.g. one that holds the snapshot's locks)."""
-        return self.connector.connect(self._open)
-
-    def conn(self) -> Any:
-        if self._conn is None:
-            self._conn = self.connect_new()
-        return self._conn
 
     def fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         conn = self.conn()
@@ -62,13 +50,6 @@ class Db2Server:
             return catalog.fetch(conn, sql, params)
         finally:
             conn.rollback()  # no read transaction stays open: it would block REMOVETABLE's DROP
-
-    def close(self) -> None:
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            finally:
-                self._conn = None
 
     # ---- tables -------------------------------------------------------------------------------------------
 

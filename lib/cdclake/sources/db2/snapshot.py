@@ -5,10 +5,10 @@ synchpoint). Changes committed after the position and visible to a read are appl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cdclake.errors import CdcError
-from cdclake.kit import ChunkPlan, JdbcEndpoint, JdbcSnapshotReader, KeyRange
+from cdclake.kit import ChunkPlan, HeldTables, JdbcEndpoint, JdbcSnapshotReader, KeyRange
 from cdclake.schema import TableSchema
 from cdclake.sources.db2 import catalog
 from cdclake.sources.db2 import queries as Q
@@ -45,8 +45,7 @@ class Db2SnapshotReader(JdbcSnapshotReader):
         self.types = types
         self.cs = server.cs
         self._snapshot: CommitSeqPosition | None = None
-        self._lock_conn: Any = None  # holds the snapshot's table locks (its transaction stays open)
-        self._held: set[str] = set()
+        self._held = HeldTables(lambda conn: conn.rollback())  # ends the locks' transaction: they go
 
     def start(self, tables: list[str]) -> SnapshotStart:
         regs = self.server.registrations()
@@ -61,16 +60,18 @@ class Db2SnapshotReader(JdbcSnapshotReader):
         schemas = {t: catalog.table_schema(self.server.conn(), regs[t]) for t in tables}
         self.server.conn().rollback()
         self._snapshot = position
-        return SnapshotStart(position, schemas, {t: schema_ddl(s) for t, s in schemas.items()}, sorted(self._held))
+        ddl = {t: schema_ddl(s) for t, s in schemas.items()}
+        return SnapshotStart(position, schemas, ddl, sorted(self._held.tables))
 
     def _lock_tables(self, regs: list[catalog.Registration]) -> None:
-        conn = self._lock_conn = self._lock_conn or self.server.connect_new()
+        conn = self._held.conn or self.server.connect_new()
+        self._held.hold(conn, [])
         try:
             catalog.execute(conn, Q.LOCK_TIMEOUT.format(seconds=self.config.snapshot.lock_timeout))
             for reg in regs:
                 catalog.execute(conn, Q.LOCK_TABLE.format(
                     table=f"{quote_identifier(reg.source_owner)}.{quote_identifier(reg.source_table)}"))
-                self._held.add(reg.table)
+                self._held.hold(conn, [reg.table])
         except Exception as exc:
             self.end()
             raise CdcError(f"cannot lock {', '.join(r.table for r in regs)} IN SHARE MODE for the snapshot "
@@ -79,16 +80,7 @@ class Db2SnapshotReader(JdbcSnapshotReader):
                            "set source.snapshot.lock_mode: none (the snapshot is exact without locks)") from None
 
     def end(self, table: str | None = None) -> None:
-        if table is None:
-            self._held.clear()
-        else:
-            self._held.discard(table)
-        if not self._held and self._lock_conn is not None:
-            conn, self._lock_conn = self._lock_conn, None
-            try:
-                conn.rollback()  # ends the transaction: the locks go
-            finally:
-                conn.close()
+        self._held.let_go(table)
 
     def prepare(self, position: Position) -> None:
         assert isinstance(position, CommitSeqPosition)

@@ -63,9 +63,7 @@ class Db2Source(Source):
 
     def __init__(self, config: Db2SourceConfig, context: SourceContext,
                  connect: Callable[[], Any] | None = None) -> None:
-        self.config = config
-        self.context = context
-        self.types = Db2TypeMapper()
+        super().__init__(config, context, Db2TypeMapper())
         self.server = Db2Server(config, connect)
         self.snapshot = Db2SnapshotReader(self.server, self.types)
         self.log = Db2LogReader(self.server, self.types)

@@ -11,11 +11,14 @@ from cdclake.sources.mysql.config import MySqlSourceConfig
 
 
 class MySqlConnector(Connector):
-    connect_errors = (pymysql.err.OperationalError,)
+    config: MySqlSourceConfig
 
     def __init__(self, config: MySqlSourceConfig) -> None:
-        self.config = config
+        super().__init__(config)
         self.system = config.type
+
+    def connect_errors(self) -> tuple[type[BaseException], ...]:
+        return (pymysql.err.OperationalError,)
 
     def where(self) -> str:
         return f"{self.config.host}:{self.config.port} as {self.config.user}"

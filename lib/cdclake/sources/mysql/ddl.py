@@ -28,8 +28,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from cdclake.errors import DdlParseError
-from cdclake.kit import SchemaRegistry
+from cdclake.kit.ddl import SchemaRegistry, apply_statement
 from cdclake.schema import Column, TableSchema, UniqueKey
 from cdclake.sources.mysql.types import column_from_definition
 from cdclake.spi import DdlOutcome
@@ -893,20 +892,6 @@ def apply_ddl(statement: str, schemas: dict[str, TableSchema], default_database:
     and ALTERs of unknown tables come back with ``ignored=True``. A table-shaping statement this
     parser cannot read raises :class:`DdlParseError` (``position`` is filled in by the caller).
     """
-    try:
-        toks = tokenize(statement, MYSQL_DIALECT)
-        cur = TokenCursor(statement, toks)
-        reg = SchemaRegistry(schemas, default_database, fold_case=True)
-        if cur.accept("CREATE"):
-            _create_table(cur, reg)
-        elif cur.accept("ALTER"):
-            _alter_table(cur, reg)
-        elif cur.accept("DROP"):
-            _drop_table(cur, reg)
-        elif cur.accept("RENAME"):
-            _rename_table(cur, reg)
-        elif cur.accept("TRUNCATE"):
-            _truncate(cur, reg)
-        return reg.finish()
-    except SqlParseError as exc:
-        raise DdlParseError(statement, position="?", reason=str(exc)) from exc
+    return apply_statement(statement, MYSQL_DIALECT, SchemaRegistry(schemas, default_database, fold_case=True), {
+        "CREATE": _create_table, "ALTER": _alter_table, "DROP": _drop_table, "RENAME": _rename_table,
+        "TRUNCATE": _truncate})

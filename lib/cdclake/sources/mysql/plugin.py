@@ -11,7 +11,7 @@ from cdclake.spi import Source, SourceContext, SourcePlugin
 def _create(config: Any, context: SourceContext) -> Source:
     from cdclake.sources.mysql.source import MySqlSource
 
-    return MySqlSource(config, skip_unparsable_ddl=context.skip_unparsable_ddl)
+    return MySqlSource(config, context)
 
 
 PLUGIN = SourcePlugin(

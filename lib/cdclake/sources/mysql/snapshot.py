@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pymysql
 
-from cdclake.kit import ChunkPlan, JdbcEndpoint, JdbcSnapshotReader, KeyRange
+from cdclake.kit import ChunkPlan, HeldTables, JdbcEndpoint, JdbcSnapshotReader, KeyRange
 from cdclake.schema import TableSchema
 from cdclake.sources.mysql import preflight
 from cdclake.sources.mysql.connection import MySqlConnector
@@ -35,13 +35,17 @@ def _table(schema: TableSchema) -> str:
     return f"{quote(schema.database)}.{quote(schema.table)}"
 
 
+def _unlock(conn: pymysql.connections.Connection) -> None:
+    with conn.cursor() as cur:
+        cur.execute("UNLOCK TABLES")
+
+
 class MySqlSnapshotReader(JdbcSnapshotReader):
     def __init__(self, connector: MySqlConnector, types: MySqlTypeMapper) -> None:
         super().__init__(connector.config.snapshot)
         self.connector = connector
         self.types = types
-        self._lock: pymysql.connections.Connection | None = None  # holds a snapshot's READ locks
-        self._held: set[str] = set()
+        self._held = HeldTables(_unlock)  # READ locks of a snapshot's tables without a row key
 
     def start(self, tables: list[str]) -> SnapshotStart:
         """Under ``LOCK TABLES ... READ``: the binlog end and each table's ``SHOW CREATE TABLE``.
@@ -75,23 +79,13 @@ class MySqlSnapshotReader(JdbcSnapshotReader):
                         cur.execute("UNLOCK TABLES")
         finally:
             if held:
-                self._lock, self._held = conn, set(held)
+                self._held.hold(conn, held)
             else:
                 conn.close()
         return SnapshotStart(position, schemas, ddl, held)
 
     def end(self, table: str | None = None) -> None:
-        if table is None:
-            self._held.clear()
-        else:
-            self._held.discard(table)
-        if not self._held and self._lock is not None:
-            conn, self._lock = self._lock, None
-            try:
-                with conn.cursor() as cur:
-                    cur.execute("UNLOCK TABLES")
-            finally:
-                conn.close()
+        self._held.let_go(table)
 
     def filter_identifier(self, name: str) -> str:
         return quote(name)  # backquotes: MySQL's and Spark SQL's identifier quotes alike

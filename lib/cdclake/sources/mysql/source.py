@@ -37,6 +37,7 @@ from cdclake.spi import (
     Rollback,
     RowChange,
     Source,
+    SourceContext,
     WindowEnd,
     WindowRequest,
     WindowSink,
@@ -60,11 +61,10 @@ def _utc(ts: int | None) -> datetime | None:
 class MySqlSource(Source):
     position_type = BinlogPosition
 
-    def __init__(self, config: MySqlSourceConfig, skip_unparsable_ddl: bool = False) -> None:
-        self.config = config
+    def __init__(self, config: MySqlSourceConfig, context: SourceContext) -> None:
+        super().__init__(config, context, MySqlTypeMapper())
         self.connector = config.type
-        self.types = MySqlTypeMapper()
-        self.skip_unparsable_ddl = skip_unparsable_ddl
+        self.skip_unparsable_ddl = context.skip_unparsable_ddl
         self.connection = MySqlConnector(config)
         self.snapshot = MySqlSnapshotReader(self.connection, self.types)
         self.log = MySqlLogReader(self)

@@ -28,13 +28,13 @@ def jdbc_properties(config: OracleSourceConfig) -> dict[str, str]:
 
 class OracleConnector(Connector):
     system = "Oracle"
+    config: OracleSourceConfig
     fix = "check source.dsn (or host/port/service_name), source.user and the password variable"
 
-    def __init__(self, config: OracleSourceConfig) -> None:
+    def connect_errors(self) -> tuple[type[BaseException], ...]:
         import oracledb
 
-        self.config = config
-        self.connect_errors = (oracledb.Error,)
+        return (oracledb.Error,)
 
     def where(self) -> str:
         return f"{self.config.connect_string()} as {self.config.user}"

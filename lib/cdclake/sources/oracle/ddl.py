@@ -31,12 +31,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from cdclake.errors import DdlParseError
-from cdclake.kit import SchemaRegistry
+from cdclake.kit.ddl import SchemaRegistry, apply_statement
 from cdclake.schema import Column, TableSchema, UniqueKey
 from cdclake.sources.oracle.types import column_from_oracle
 from cdclake.spi import UNLOGGED, DdlOutcome
-from cdclake.sqltokens import SqlDialect, SqlParseError, Token, TokenCursor, tokenize
+from cdclake.sqltokens import SqlDialect, SqlParseError, Token, TokenCursor
 
 __all__ = ["ORACLE_DIALECT", "DdlOutcome", "apply_ddl"]
 
@@ -764,26 +763,14 @@ def apply_ddl(statement: str, schemas: dict[str, TableSchema], default_schema: s
     table-shaping statement this parser cannot read, or any unrecognised statement, raises
     :class:`DdlParseError` (``position`` is filled in by the caller).
     """
-    try:
-        toks = tokenize(statement, ORACLE_DIALECT)
-        if not toks:
-            raise SqlParseError("empty statement")
-        cur = TokenCursor(statement, toks)
-        reg = SchemaRegistry(schemas, default_schema)
-        if cur.accept("CREATE"):
-            _create(cur, reg)
-        elif cur.accept("ALTER"):
-            _alter(cur, reg)
-        elif cur.accept("DROP"):
-            _drop(cur, reg)
-        elif cur.accept("TRUNCATE"):
-            _truncate(cur, reg)
-        elif cur.accept("RENAME"):
-            _rename(cur, reg)
-        elif cur.accept("FLASHBACK"):
-            _flashback(cur, reg)
-        elif not cur.peek_is(*_NON_SCHEMA_VERBS):
-            raise SqlParseError(f"not a DDL statement this parser knows (starts with {cur.peek_text()!r})")
-        return reg.finish()
-    except SqlParseError as exc:
-        raise DdlParseError(statement, position="?", reason=str(exc)) from exc
+    return apply_statement(statement, ORACLE_DIALECT, SchemaRegistry(schemas, default_schema), {
+        "CREATE": _create, "ALTER": _alter, "DROP": _drop, "TRUNCATE": _truncate, "RENAME": _rename,
+        "FLASHBACK": _flashback}, _not_schema_changing)
+
+
+def _not_schema_changing(cur: TokenCursor) -> None:
+    """Oracle's log names every statement's kind: one this parser does not know is an error, not ignored."""
+    if cur.at_end():
+        raise SqlParseError("empty statement")
+    if not cur.peek_is(*_NON_SCHEMA_VERBS):
+        raise SqlParseError(f"not a DDL statement this parser knows (starts with {cur.peek_text()!r})")

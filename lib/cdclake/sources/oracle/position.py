@@ -131,5 +131,10 @@ class LogPoint(Position):
     def to_dict(self) -> dict[str, Any]:
         return {"scn": str(self.scn), "k": self.k, "thread": self.thread}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LogPoint:
+        thread = data.get("thread")
+        return cls(int(data["scn"]), int(data["k"]), None if thread is None else int(thread))
+
     def describe(self) -> str:
         return f"SCN {self.scn}" + (f" (thread {self.thread})" if self.thread is not None else "")

@@ -100,17 +100,16 @@ class OracleSource(Source):
     connector = "oracle"
     position_type = ScnPosition
 
-    def __init__(self, config: OracleSourceConfig, context: SourceContext | None = None,
+    def __init__(self, config: OracleSourceConfig, context: SourceContext,
                  connect: Callable[[], Any] | None = None,
                  snapshot_reader: SnapshotReadFunction | None = None) -> None:
         from cdclake.sources.oracle.types import OracleTypeMapper
 
-        self.config = config
+        super().__init__(config, context, OracleTypeMapper())
         # Names this pipeline in the redo_log_catalog claim ("<pipeline>@<lake root>").
-        self.pipeline_id = context.pipeline_id if context else f"{config.user}@{config.connect_string()}"
+        self.pipeline_id = context.pipeline_id
         self._identity: tuple[int, str, int] | None = None  # DBID, DATABASE_ROLE, RESETLOGS_CHANGE# (preflight)
-        self.skip_unparsable_ddl = context.skip_unparsable_ddl if context else False
-        self.types = OracleTypeMapper()
+        self.skip_unparsable_ddl = context.skip_unparsable_ddl
         self._connect = connect or OracleConnector(config).connect
         m = config.mining
         self.client = LogMinerClient(self._connect, MiningSettings(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cdclake.kit import Connector, JdbcEndpoint
+from cdclake.kit import Connector, JdbcEndpoint, Session
 from cdclake.schema import TableSchema
 from cdclake.sources.postgresql import catalog
 from cdclake.sources.postgresql.config import SESSION_SETTINGS, PostgresSourceConfig
@@ -20,13 +20,13 @@ def _options() -> str:
 
 class PostgresConnector(Connector):
     system = "PostgreSQL"
+    config: PostgresSourceConfig
     fix = "check source.host, port, database, user and password, and pg_hba.conf"
 
-    def __init__(self, config: PostgresSourceConfig) -> None:
+    def connect_errors(self) -> tuple[type[BaseException], ...]:
         import psycopg
 
-        self.config = config
-        self.connect_errors = (psycopg.OperationalError,)
+        return (psycopg.OperationalError,)
 
     def where(self) -> str:
         return f"{self.config.host}:{self.config.port}/{self.config.database} as {self.config.user}"
@@ -48,26 +48,14 @@ class PostgresConnector(Connector):
             "password": self.config.password.get_secret_value()})
 
 
-class PostgresServer:
-    """The source's one driver connection, opened on first use, and what the catalog tells of the server."""
+class PostgresServer(Session):
+    """The source's one driver connection, and what the catalog tells of the server."""
+
+    connector: PostgresConnector
 
     def __init__(self, connector: PostgresConnector, connect: Callable[[], Any] | None = None) -> None:
-        self.connector = connector
-        self._open = connect
-        self._conn: Any = None
+        super().__init__(connector, connect)
         self._system: str | None = None
-
-    def conn(self) -> Any:
-        if self._conn is None:
-            self._conn = self.connector.connect(self._open)
-        return self._conn
-
-    def close(self) -> None:
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            finally:
-                self._conn = None
 
     def system(self) -> str:
         """The database system identifier (a position names it: another cluster has other WAL)."""

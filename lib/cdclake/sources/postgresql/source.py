@@ -30,20 +30,9 @@ from cdclake.sources.postgresql.pgoutput import lsn_text
 from cdclake.sources.postgresql.position import LsnPosition
 from cdclake.sources.postgresql.snapshot import PostgresSnapshotReader
 from cdclake.sources.postgresql.types import PostgresTypeMapper
-from cdclake.spi import (
-    PENDING_SCAN_EVENTS,
-    CommittedWindow,
-    Ddl,
-    LogRecord,
-    PendingChanges,
-    Position,
-    RecordLogReader,
-    Source,
-    SourceContext,
-    WindowEnd,
-    WindowRequest,
-    WindowSink,
-)
+from cdclake.spi import PENDING_SCAN_EVENTS, PendingChanges, Position, RecordLogReader, Source, SourceContext
+from cdclake.spi.records import Ddl, LogRecord, WindowEnd
+from cdclake.spi.window import CommittedWindow, WindowRequest, WindowSink
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -58,9 +47,7 @@ class PostgresSource(Source):
 
     def __init__(self, config: PostgresSourceConfig, context: SourceContext,
                  connect: Callable[[], Any] | None = None) -> None:
-        self.config = config
-        self.context = context
-        self.types = PostgresTypeMapper()
+        super().__init__(config, context, PostgresTypeMapper())
         self.slot = config.slot_name(context.pipeline)
         self.publication = config.publication_name(context.pipeline)
         self.server = PostgresServer(PostgresConnector(config), connect)
