@@ -38,7 +38,6 @@ from cdclake.engine.repair.backfill import check_backfill_args
 from cdclake.errors import CdcError, ConfigError, UsageError
 from cdclake.schema import Column, TableSchema
 from cdclake.spi import Begin, Commit, Ddl, Position, Rollback, RowChange, SourceContext, create_source, plugin_for
-from cdclake.spi import plugin as registry
 
 
 class Pos(Position):
@@ -295,11 +294,10 @@ def test_a_source_key_error_names_the_key_without_the_type_tag() -> None:
 def test_a_missing_driver_names_the_install_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     plugin = plugin_for("oracle")
 
-    def missing(config: Any, context: SourceContext) -> Any:
+    def missing(self: Any) -> Any:
         raise ModuleNotFoundError("No module named 'oracledb'", name="oracledb")
 
-    fake = type(plugin)(**{**plugin.__dict__, "create": missing})
-    monkeypatch.setattr(registry, "plugins", lambda: (fake,))
+    monkeypatch.setattr(type(plugin), "source_class", missing)
     config = load_config_text("pipeline: p\nsource: {type: oracle, dsn: x, user: u, password: p}\n"
                               "lake: {root: /tmp/l}\n")
     with pytest.raises(ConfigError, match="needs the Python package 'oracledb'") as err:

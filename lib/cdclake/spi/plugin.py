@@ -36,19 +36,26 @@ BUILTIN_PACKAGE = "cdclake.sources"
 class SourcePlugin:
     """One source, as the registry knows it.
 
-    ``create(config, context)`` builds the :class:`~cdclake.spi.source.Source` (import heavy
-    drivers inside it, not at module level: every plug-in module is imported to build the
-    configuration model). ``commands`` returns extra ``click`` commands for the ``cdclake`` CLI.
+    ``source`` names the :class:`~cdclake.spi.source.Source` class as ``"module:Class"``: it is imported
+    when a pipeline of this source runs, never at registration (every plug-in module is imported to
+    build the configuration model, so it imports no driver); it is built as ``Class(config, context)``.
+    ``commands`` returns extra ``click`` commands for the ``cdclake`` CLI.
     """
 
     name: str  # package and install extra, e.g. "mysql": pip install cdclake[mysql]
     types: tuple[str, ...]  # the source.type values it serves, e.g. ("mysql", "mariadb")
     config_model: type[SourceConfigBase]
-    create: Callable[[Any, SourceContext], Source]
+    source: str  # e.g. "cdclake.sources.mysql.source:MySqlSource"
     jars: tuple[str, ...] = ()  # Maven coordinates Spark needs (e.g. the JDBC driver)
     docs: str = ""  # the docs page, e.g. docs/oracle.md
     summary: str = ""
     commands: Callable[[], list[Any]] = field(default=lambda: [])
+
+    def source_class(self) -> type[Source]:
+        """The source's class, imported now."""
+        module, _, name = self.source.partition(":")
+        cls: type[Source] = getattr(importlib.import_module(module), name)
+        return cls
 
 
 def _builtin() -> list[SourcePlugin]:
@@ -105,7 +112,7 @@ def create_source(config: Any, context: SourceContext) -> Source:
     """The :class:`~cdclake.spi.source.Source` for a validated ``source:`` block."""
     plugin = plugin_for(config.type)
     try:
-        return plugin.create(config, context)
+        return plugin.source_class()(config, context)
     except ImportError as exc:
         raise ConfigError(f"source.type {config.type} needs the Python package {exc.name!r}, which is not installed",
                           f"pip install 'cdclake[{plugin.name}]'") from exc

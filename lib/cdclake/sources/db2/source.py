@@ -365,6 +365,3 @@ class Db2LogReader(LogReader):
 def _shape(schema: TableSchema) -> list[tuple[str, str, Any]]:
     return [(c.name, c.source_type, c.attrs.get("cd_name")) for c in schema.columns]
 
-
-def source_for(config: Db2SourceConfig, context: SourceContext) -> Db2Source:
-    return Db2Source(config, context)

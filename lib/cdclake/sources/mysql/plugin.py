@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from cdclake.sources.mysql.config import MySqlSourceConfig
-from cdclake.spi import Source, SourceContext, SourcePlugin
-
-
-def _create(config: Any, context: SourceContext) -> Source:
-    from cdclake.sources.mysql.source import MySqlSource
-
-    return MySqlSource(config, context)
-
+from cdclake.spi import SourcePlugin
 
 PLUGIN = SourcePlugin(
     name="mysql",
     types=("mysql", "mariadb"),
     config_model=MySqlSourceConfig,
-    create=_create,
+    source="cdclake.sources.mysql.source:MySqlSource",
     # the JDBC driver (snapshots) and the binlog decoder executors run (jvm/src/cdclake/mysql)
     jars=("org.mariadb.jdbc:mariadb-java-client:3.5.6", "com.zendesk:mysql-binlog-connector-java:0.30.1"),
     docs="docs/mysql.md",

@@ -529,9 +529,3 @@ class _GtidTracker:
             return ",".join(self.domains[d] for d in sorted(self.domains)) or None
         return str(self.mysql_set) if self.mysql_set is not None else None
 
-
-def source_for(config: MySqlSourceConfig, skip_unparsable_ddl: bool = False) -> MySqlSource:
-    if config.type not in ("mysql", "mariadb"):
-        raise CdcError(f"source.type {config.type!r} is not a MySQL/MariaDB source", "use mysql or mariadb",
-        permanent=True)
-    return MySqlSource(config, skip_unparsable_ddl)

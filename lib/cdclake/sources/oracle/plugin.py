@@ -5,13 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cdclake.sources.oracle.config import OracleSourceConfig
-from cdclake.spi import Source, SourceContext, SourcePlugin
-
-
-def _create(config: Any, context: SourceContext) -> Source:
-    from cdclake.sources.oracle.source import OracleSource
-
-    return OracleSource(config, context)
+from cdclake.spi import SourcePlugin
 
 
 def _commands() -> list[Any]:
@@ -24,7 +18,7 @@ PLUGIN = SourcePlugin(
     name="oracle",
     types=("oracle",),
     config_model=OracleSourceConfig,
-    create=_create,
+    source="cdclake.sources.oracle.source:OracleSource",
     jars=("com.oracle.database.jdbc:ojdbc11:23.9.0.25.07",),
     docs="docs/oracle.md",
     summary="Oracle: LogMiner windows decoded in Spark, AS OF SCN snapshots over JDBC",

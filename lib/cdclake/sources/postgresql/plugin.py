@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from cdclake.sources.postgresql.config import PostgresSourceConfig
-from cdclake.spi import Source, SourceContext, SourcePlugin
-
-
-def _create(config: Any, context: SourceContext) -> Source:
-    from cdclake.sources.postgresql.source import PostgresSource
-
-    return PostgresSource(config, context)
-
+from cdclake.spi import SourcePlugin
 
 PLUGIN = SourcePlugin(
     name="postgresql",
     types=("postgresql", "postgres"),
     config_model=PostgresSourceConfig,
-    create=_create,
+    source="cdclake.sources.postgresql.source:PostgresSource",
     jars=("org.postgresql:postgresql:42.7.14",),  # pgjdbc: Spark's reads of the snapshot, in the exported snapshot
     docs="docs/postgresql.md",
     summary="PostgreSQL: a logical replication slot (pgoutput) read in bounded windows, the snapshot exact at "

@@ -298,6 +298,3 @@ def _size(n: int) -> str:
             return f"{size:.1f} {unit}"
     return f"{size / 1024:.1f} GiB"
 
-
-def source_for(config: PostgresSourceConfig, context: SourceContext) -> PostgresSource:
-    return PostgresSource(config, context)
