@@ -58,6 +58,8 @@ _EMPTY_STATS = {"events": 0, "transactions": 0, "rolled_back": 0, "rows_by_table
 
 
 class Db2Source(Source):
+    """A Db2 LUW database: Capture's register and synchpoint, its CD tables read by Spark."""
+
     connector = "db2"
     position_type = CommitSeqPosition
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from cdclake.errors import PositionLostError, PreflightError
 from cdclake.sources.mysql.position import BinlogPosition, file_sequence
@@ -56,8 +56,7 @@ _VARIABLES = (
 )
 
 
-@dataclass(frozen=True)
-class Replica:
+class Replica(NamedTuple):
     """A binlog client the server knows the ``server_id`` of (``SHOW SLAVE HOSTS`` / ``SHOW REPLICAS``)."""
 
     server_id: int
@@ -65,8 +64,7 @@ class Replica:
     port: int
 
 
-@dataclass(frozen=True)
-class DumpThread:
+class DumpThread(NamedTuple):
     """A connection streaming the binlog (processlist ``Binlog Dump``); its server_id is not shown."""
 
     id: int

@@ -230,13 +230,8 @@ def _charset_of_collation(collation: str) -> str:
     return "binary" if collation == "binary" else collation.split("_", 1)[0]
 
 
-def column_from_definition(
-    name: str,
-    type_text: str,
-    nullable: bool = True,
-    default: str | None = None,
-    charset: str | None = None,
-) -> Column:
+def column_from_definition(name: str, type_text: str, nullable: bool = True, default: str | None = None,
+                           charset: str | None = None) -> Column:
     """Build a :class:`Column` from a MySQL/MariaDB column type.
 
     ``source_type`` is normalised to what MariaDB's ``SHOW CREATE TABLE`` prints (lowercase, default

@@ -31,13 +31,13 @@ class OracleConnector(Connector):
     config: OracleSourceConfig
     fix = "check source.dsn (or host/port/service_name), source.user and the password variable"
 
+    def where(self) -> str:
+        return f"{self.config.connect_string()} as {self.config.user}"
+
     def connect_errors(self) -> tuple[type[BaseException], ...]:
         import oracledb
 
         return (oracledb.Error,)
-
-    def where(self) -> str:
-        return f"{self.config.connect_string()} as {self.config.user}"
 
     def open(self) -> Any:
         import oracledb

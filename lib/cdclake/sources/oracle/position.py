@@ -124,12 +124,12 @@ class LogPoint(Position):
     k: int
     thread: int | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"scn": str(self.scn), "k": self.k, "thread": self.thread}
+
     @property
     def ordinal(self) -> int:
         return commit_ordinal(self.scn, self.k)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"scn": str(self.scn), "k": self.k, "thread": self.thread}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LogPoint:

@@ -45,10 +45,7 @@ class LsnPosition(Position):
         return self.lsn
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"lsn": lsn_text(self.lsn)}
-        if self.system is not None:
-            out["system"] = self.system
-        return out
+        return {"lsn": lsn_text(self.lsn), **({} if self.system is None else {"system": self.system})}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LsnPosition:

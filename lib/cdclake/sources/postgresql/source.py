@@ -45,8 +45,8 @@ class PostgresSource(Source):
     connector = "postgresql"
     position_type = LsnPosition
 
-    def __init__(self, config: PostgresSourceConfig, context: SourceContext,
-                 connect: Callable[[], Any] | None = None) -> None:
+    def __init__(self, config: PostgresSourceConfig, context: SourceContext, connect: Callable[[], Any] | None = None
+                 ) -> None:
         super().__init__(config, context, PostgresTypeMapper())
         self.slot = config.slot_name(context.pipeline)
         self.publication = config.publication_name(context.pipeline)
