@@ -1,8 +1,8 @@
 """Snapshots: the per-table state machine's first steps, (absent) → ``snapshotting`` → ``streaming``.
 
 A snapshot asks the source for a low-watermark and the tables' schemas there
-(:meth:`~cdclake.spi.Source.snapshot_start`), records them in the schema history, reads each table
-(:meth:`~cdclake.spi.Source.snapshot_read`) into its target with the snapshot's sequence, and marks it
+(:meth:`~cdclake.spi.SnapshotReader.start`), records them in the schema history, reads each table
+(:meth:`~cdclake.spi.SnapshotReader.read`) into its target with the snapshot's sequence, and marks it
 ``streaming`` at the low-watermark: mining starts there. ``force`` re-snapshots streaming tables too
 (the way out after the source lost the log a table's position needs).
 """

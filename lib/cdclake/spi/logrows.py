@@ -3,7 +3,7 @@
 ``kind``: ``change`` (a row change; op c/u/d/t), ``undo`` (a partial rollback: removes the newest
 earlier change of the same transaction with the same ``locator``), ``commit``, ``rollback``,
 ``piece`` (a fragment of a column value, e.g. an Oracle LOB write, that the source folds into its
-transaction's changes once it committed: :meth:`cdclake.spi.FrameSource.assemble_pieces`) or
+transaction's changes once it committed: :meth:`cdclake.spi.FrameLogReader.assemble_pieces`) or
 ``error`` (the window cannot be trusted past this row: the run stops), or ``deferred`` (a row the
 source's first decoder left to its second, :attr:`cdclake.spi.MinedWindow.decode_deferred`, which
 finds what it needs by the row's ``idx``). ``ordinal`` is the commit

@@ -1,7 +1,7 @@
 """What a source hands the engine: log records in log order, and what a DDL statement did.
 
 A source that decodes its log on the driver yields :data:`LogRecord` objects
-(:meth:`cdclake.spi.RecordSource.mine`); the engine buffers row changes by transaction and keeps
+(:meth:`cdclake.spi.RecordLogReader.records`); the engine buffers row changes by transaction and keeps
 committed work only. A source that decodes in Spark hands log rows instead (:mod:`cdclake.spi.logrows`).
 """
 
@@ -75,7 +75,7 @@ class Ddl:
 
 @dataclass
 class WindowEnd:
-    """Last record of :meth:`cdclake.spi.RecordSource.mine`: where the next window starts."""
+    """Last record of :meth:`cdclake.spi.RecordLogReader.records`: where the next window starts."""
 
     position: Position
 

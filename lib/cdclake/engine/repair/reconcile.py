@@ -3,7 +3,7 @@
 Like GoldenGate Veridata, in three steps, all in Spark (only small results reach the driver):
 
 1. **Chunk summaries.** Both sides are read once (the source through its plug-in's parallel
-   ``snapshot_read`` and the lake's type conversion, the lake from the target Delta table without
+   ``source.snapshot.read`` and the lake's type conversion, the lake from the target Delta table without
    tombstones and ``__*`` columns) and cut to a narrow, persisted frame: the key columns and one
    ``xxhash64`` over every column (with a null flag per column, in schema order, both sides cast to
    the same types). Rows fall into chunks — key ranges of a single-column key (boundaries sampled
@@ -253,7 +253,7 @@ def reconcile(ctx: PipelineContext, tables: Sequence[str] | None = None, chunks:
 
 def _schema(ctx: PipelineContext, table: str) -> tuple[TableSchema, Any]:
     """The table's schema (source now, checked against the lake's) and the source position the
-    next ``snapshot_read`` reads at."""
+    next ``source.snapshot.read`` reads at."""
     _, start = read_start(ctx, table, "reconcile")
     if start.held:
         ctx.source.snapshot.end()  # reconcile only reads: writers to the table need not wait
@@ -388,7 +388,7 @@ def _reconcile_multiset(ctx: PipelineContext, table: str, schema: TableSchema, r
 
 
 def _source_rows(ctx: PipelineContext, schema: TableSchema, where: str | None) -> DataFrame:
-    """Source rows (read at the last ``snapshot_start``) converted exactly as the lake converts them."""
+    """Source rows (read at the last ``source.snapshot.start``) converted exactly as the lake converts them."""
     return ctx.read_source(schema, where).selectExpr(*typed_select(ctx.source.types, schema))
 
 
