@@ -46,6 +46,8 @@ class MySqlSource(Protocol):
 
     def connect(self) -> Any: ...
 
+    def connection_settings(self) -> dict[str, Any]: ...
+
     def split_server_id_base(self) -> int: ...
 
 READER = "cdclake.mysql.BinlogSplits"
@@ -250,10 +252,9 @@ def plan(source: MySqlSource, request: WindowRequest) -> Planned:
         end = BinlogPosition(later[0], 4)  # the next file's start: where the driver path resumes too
     detail = [{"index": i, "file": s.file, "start": s.start, "end": s.end, "head": s.head, "gtid": g}
               for i, (s, g) in enumerate(zip(splits, gtids))]
-    config = source.config
+    login = source.connection_settings()  # the same settings as every connection of the source
     reader_options = {
-        "host": config.host, "port": str(config.port), "user": config.user,
-        "password": config.password.get_secret_value(),
+        "host": login["host"], "port": str(login["port"]), "user": login["user"], "password": login["password"],
         "server_id_base": str(source.split_server_id_base()), "tables": json.dumps(tables),
     }
     split_list = [Split(i, BinlogPosition(s.file, s.start), BinlogPosition(s.file, s.end), d)

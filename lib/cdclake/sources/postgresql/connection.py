@@ -45,7 +45,7 @@ class PostgresConnector(Connector):
     def jdbc(self) -> JdbcEndpoint:
         return JdbcEndpoint(self.config.spark_jdbc_url(), {
             "driver": "org.postgresql.Driver", "user": self.config.user,
-            "password": self.config.password.get_secret_value()})
+            "password": self.config.password.get_secret_value(), **self.config.jdbc_options})
 
 
 class PostgresServer(Session):

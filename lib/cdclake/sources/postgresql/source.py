@@ -158,8 +158,7 @@ class PostgresLogReader(RecordLogReader):
         if upto <= request.start.lsn:
             return sink.committed(CommittedWindow(request.start, None, tasks.committed_stats(spark, None)))
         log.info("window %s: %s of WAL decoded by Spark tasks", request.window_id, _size(upto - request.start.lsn))
-        props = {"fetchsize": str(self.config.snapshot.fetch_size), **self.server.connector.jdbc().properties,
-                 **self.config.jdbc_options}
+        props = {"fetchsize": str(self.config.snapshot.fetch_size), **self.server.connector.jdbc().properties}
         limit = None if request.max_events is None else max(1, request.max_events)
         staged = tasks.stage(spark, self.config.spark_jdbc_url(), props, self.slot, self.publication, lsn_text(upto),
                              limit, f"{request.staging}/peek")
