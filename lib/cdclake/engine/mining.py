@@ -430,7 +430,7 @@ class WindowMiner:
         retention = ctx.config.mining.transaction_retention_s
         assembly = buffer.assemble(wid, rows, self.floors, None if retention is None else timedelta(seconds=retention),
                                    counts.max_ts if retention is not None else None, mined.assemble_pieces, counts,
-                                   ctx.targets.may_be_partial)
+                                   ctx.targets.changes.may_be_partial)
         if assembly.exact:
             committed = assembly.committed.select(*BRONZE_COLUMNS)
             survivors = assembly.survivors
@@ -490,7 +490,7 @@ class WindowMiner:
         ctx, wid, spark = self.ctx, self.wid, self.spark
         assembly = buffer.assemble(wid, local_frame(spark, [], LOG_ROWS_DDL), self.floors,
                                    assemble_pieces=mined.assemble_pieces, counts=WindowCounts(),
-                                   may_be_partial=ctx.targets.may_be_partial)
+                                   may_be_partial=ctx.targets.changes.may_be_partial)
         open_summary = assembly.open_after()
         for point in ("staged", "history", "inflight"):  # the steps a window with rows passes
             crash_point(point)
@@ -513,7 +513,7 @@ class WindowMiner:
 
         seen = Observation(f"cdclake_window_{self.wid}_{uuid.uuid4().hex}")  # a name is used once per session
         self.ctx.columns.mask_log_rows(self._without_parked(rows, ddl)).observe(
-            seen, *WindowCounts.metrics(self.ctx.targets.may_be_partial(F.col("after")))
+            seen, *WindowCounts.metrics(self.ctx.targets.changes.may_be_partial(F.col("after")))
         ).write.mode("overwrite").parquet(path)
         return WindowCounts.of(seen.get)
 

@@ -147,8 +147,8 @@ def _write_target(ctx: PipelineContext, table: str, schema: TableSchema, seq: in
     try:
         with commit_tag(ctx.spark, snapshot=True, seq=seq):
             if replaces and is_delta_table(ctx.spark, path):
-                ctx.targets.close_history(path, seq)  # the re-snapshot's rows follow
-            return ctx.targets.write_snapshot(path, schema, ctx.read_source(schema), seq, position)
+                ctx.targets.type2.close(path, seq)  # the re-snapshot's rows follow
+            return ctx.targets.bulk.write_snapshot(path, schema, ctx.read_source(schema), seq, position)
     except CdcError:
         raise
     except Exception as exc:

@@ -215,20 +215,22 @@ def _renamed_columns(ctx: PipelineContext, schema: TableSchema | None) -> dict[s
     if schema is None:
         return None
     try:
-        return renamed_columns(ctx.targets.lake_schema(schema)) or None
+        return renamed_columns(ctx.targets.options.lake_schema(schema)) or None
     except CdcError:  # no Delta names at all (columns differing only by case): the table is parked
         return None
 
 
 def _target_rows(ctx: PipelineContext, path: str) -> int | None:
     """Rows of the target at ``path`` (live rows with soft deletes), None if it does not exist."""
+    soft = ctx.targets.options.soft
+
     def through_spark() -> int | None:
         if not is_delta_table(ctx.spark, path):
             return None
         df = read_delta(ctx.spark, path)
-        return (df.where("NOT `__deleted`") if ctx.targets.soft else df).count()
+        return (df.where("NOT `__deleted`") if soft else df).count()
 
-    return ctx.control.read(lambda view: view.rows(path, "__deleted" if ctx.targets.soft else None), through_spark)
+    return ctx.control.read(lambda view: view.rows(path, "__deleted" if soft else None), through_spark)
 
 
 def _carried(ctx: PipelineContext, tables: set[str]) -> dict[str, frozenset[str]]:

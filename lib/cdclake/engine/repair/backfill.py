@@ -38,7 +38,7 @@ def run_backfill(ctx: PipelineContext, table: str | None, where: str | None = No
     """Repairs that run beside mining; each resumes when run again after a kill.
 
     * ``resnapshot``: re-read ``table`` (the rows matching ``where``) from the source (:mod:`.resnapshot`);
-    * ``rebuild``: rebuild ``table``'s target (and history table) from bronze, from its last snapshot
+    * ``rebuild``: rebuild ``table``'s target (and type-2 table) from bronze, from its last snapshot
       or from window ``from_window`` (:mod:`.rebuild`);
     * ``remine``: mine the applied ``windows`` (first, last) into bronze again where bronze no longer
       has them (:mod:`.remine`).

@@ -47,7 +47,7 @@ from cdclake.engine.lake import ensure_table, quote
 from cdclake.engine.names import lake_names
 from cdclake.engine.repair.backfill import run_backfill
 from cdclake.engine.repair.common import read_start, streaming_state
-from cdclake.engine.target import typed_select
+from cdclake.engine.target.changes import typed_select
 from cdclake.errors import CdcError, command
 from cdclake.schema import TableSchema
 
@@ -398,10 +398,10 @@ def _lake_rows(ctx: PipelineContext, table: str, schema: TableSchema, types: dic
     from pyspark.sql import functions as F
 
     lake = ctx.spark.read.format("delta").load(ctx.layout.target(table))
-    if ctx.targets.soft:
+    if ctx.targets.options.soft:
         lake = lake.where("NOT `__deleted`")
     dtypes = {f.name: f.dataType for f in lake.schema.fields}
-    delta = lake_names(ctx.targets.lake_schema(schema))  # source name -> Delta name (names.py)
+    delta = lake_names(ctx.targets.options.lake_schema(schema))  # source name -> Delta name (names.py)
     return lake.select(*[
         (F.col(quote(d)) if dtypes[d] == types[c] else F.col(quote(d)).cast(types[c])).alias(c)
         for c, d in ((c, delta.get(c, c)) for c in schema.column_names)])

@@ -13,8 +13,8 @@ of it when the rows land:
   below ``P`` (it was deleted before ``P``); one written after ``P`` stays;
 * changes between the table's position and ``P`` that mining applies later carry lower sequences
   than the snapshot rows and leave them alone;
-* with history tables (SCD2), the rows that really change get a version at ``P``. History takes
-  versions in commit order, so the apply step first mines up to ``P`` if mining is behind it.
+* with type-2 tables (``lake.history_tables``), the rows that really change get a version at ``P``. A
+  type-2 table takes versions in commit order, so the apply step first mines up to ``P`` if mining is behind it.
 
 Three steps, each recorded as a ``backfill`` row of the checkpoints table so a killed backfill is
 resumed by running the same command again:
@@ -76,7 +76,7 @@ def resnapshot(ctx: PipelineContext, report: RunReport, table: str, where: str |
     if b.status == PLANNED:
         ctx.source.prepare_snapshot_read(position)
         _read(ctx, b, where, schema)
-    if ctx.targets.keep_history or multiset:
+    if ctx.targets.type2.enabled or multiset:
         _mine_past(ctx, table, position)
     progress_step(f"backfill {table}: merge")
     with ctx.runs.lock(report):
@@ -118,7 +118,7 @@ def _read(ctx: PipelineContext, b: Backfill, where: str | None, schema: TableSch
 
 
 def _mine_past(ctx: PipelineContext, table: str, position: Position) -> None:
-    """With SCD2 history tables, mine up to ``P`` first: a history takes its versions in commit order,
+    """With type-2 tables, mine up to ``P`` first: a type-2 table takes its versions in commit order,
     so every change committed before the re-read must be in it before the re-read's version is."""
     for _ in range(MAX_CATCH_UP_RUNS):
         state = ctx.control.table_states().get(table)
@@ -143,11 +143,11 @@ def _apply(ctx: PipelineContext, b: Backfill, schema: TableSchema, staging: str)
                            "settled", "run 'cdclake mine' once, then the same backfill again (it resumes)")
         applied = event_seq(ctx.control.table_states()[b.table].ordinal + 1, 0)
         later = later.where(f"seq < {applied}")  # the changes the target holds already
-        ctx.targets.replace_multiset(ctx.layout.target(b.table), schema, ctx.spark.read.parquet(staging), seq,
-                                     position.describe(), b.where, later, ctx.app_id("backfill", b.backfill_id))
+        ctx.targets.keyless.replace(ctx.layout.target(b.table), schema, ctx.spark.read.parquet(staging), seq,
+                                   position.describe(), b.where, later, ctx.app_id("backfill", b.backfill_id))
         return
-    ctx.targets.merge_reread(
+    ctx.targets.merge.reread(
         ctx.layout.target(b.table), schema, keys, ctx.spark.read.parquet(staging), seq,
-        position.describe(), b.where, ctx.targets.removed_keys(later, schema, keys),
+        position.describe(), b.where, ctx.targets.changes.removed_keys(later, schema, keys),
         truncated_later=not later.where("op = 't'").limit(1).isEmpty(),
         app_id=ctx.app_id("backfill", b.backfill_id))
