@@ -16,12 +16,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from cdclake.engine.control import TABLE_DROPPED, TABLE_PARKED, TABLE_STREAMING, TableState, WindowState
+from cdclake.engine.control import WindowState
 from cdclake.engine.events import META_SEQ, SEQ_SPAN
 from cdclake.engine.faults import crash_point
-from cdclake.engine.history import CREATED, PARKED, REREAD, HistoryEntry, before_window, latest_per_table, window_ddl
+from cdclake.engine.history import CREATED, REREAD, HistoryEntry, before_window, latest_per_table, window_ddl
+from cdclake.engine.history import PARKED as HISTORY_PARKED  # a schema-history entry's kind, not a state
 from cdclake.engine.lake import commit_tag, delta_ref, is_delta_table, sql_str
 from cdclake.engine.names import UnstorableNames
+from cdclake.engine.states import DROPPED, PARKED, PARKED_DETAIL, STREAMING, TableState, move, parked_detail
 from cdclake.engine.target.changes import is_undecodable_error
 from cdclake.engine.target.marks import applied_marker, set_marker
 from cdclake.errors import CdcError, command, table_regex
@@ -130,18 +132,6 @@ def stretch_expr(seqs: dict[str, list[int]]) -> str:
     return f"CASE source_table {' '.join(branches)} ELSE 0 END"
 
 
-def parked_detail(table: str, position: str, reason: str) -> dict[str, str]:
-    """What ``status``, the run report and the run's error say of a parked table.
-
-    >>> parked_detail("db.t", "bin.000001:99", "x")["remedy"].split(" (")[0]
-    'cdclake backfill --table db.t'
-    """
-    # no backticks: ``cdclake status`` prints it as the command itself (the command line adds --config)
-    return {"parked_at": position, "parked_reason": reason,
-            "remedy": f"{command('backfill', '--table', table).strip('`')} (re-snapshots it; the other tables go on "
-                      "meanwhile)"}
-
-
 def states_after(states: dict[str, TableState], ddl: list[HistoryEntry], end: Position, window_id: int,
                  now: float, parked: dict[str, tuple[str, str]] | None = None,
                  reread_auto: bool = True) -> dict[str, TableState]:
@@ -149,37 +139,37 @@ def states_after(states: dict[str, TableState], ddl: list[HistoryEntry], end: Po
     streaming, dropped ones dropped, a renamed table's old name dropped where it stood; parked ones
     (by a ``parked`` entry, or in ``parked``: table -> (position, reason) of a change the apply could
     not make) parked where they stopped; one whose rows must be read again marked for the re-read after
-    the run, or parked for an operator's backfill (``reread_auto`` false: ``schema_changes.reread: manual``)."""
+    the run, or parked for an operator's backfill (``reread_auto`` false: ``schema_changes.reread: manual``).
+    Each move is one :data:`~.states.TRANSITIONS` lists (:func:`~.states.move`)."""
     as_of = {"as_of": now}
+    at, ordinal = end.to_dict(), end.ordinal
     own = {(e.table, e.seq) for e in ddl}  # a table renamed away has its own entry (dropped, or another's rows)
-    out = {t: TableState(t, s.status, end.to_dict(), end.ordinal, window_id, None, {**s.detail, **as_of})
-           for t, s in states.items()}
+    out = {t: move(t, s, s.status, at, ordinal, window_id, {**s.detail, **as_of}) for t, s in states.items()}
     for e in ddl:
         old = out.get(e.table)
-        detail = {k: v for k, v in (old.detail if old else {}).items() if k not in ("parked_at", "parked_reason",
-                                                                                      "remedy")}
-        if e.kind == PARKED or (e.kind == REREAD and not reread_auto):
-            out[e.table] = TableState(e.table, TABLE_PARKED, end.to_dict(), end.ordinal, window_id, None,
-                                      {**detail, **as_of, **parked_detail(e.table, e.position, (e.reason or "") + (
-                                          " (schema_changes.reread: manual)" if e.kind == REREAD else ""))})
+        detail = {k: v for k, v in (old.detail if old else {}).items() if k not in PARKED_DETAIL}
+        if e.kind == HISTORY_PARKED or (e.kind == REREAD and not reread_auto):
+            out[e.table] = move(e.table, old, PARKED, at, ordinal, window_id,
+                                {**detail, **as_of, **parked_detail(e.table, e.position, (e.reason or "") + (
+                                    " (schema_changes.reread: manual)" if e.kind == REREAD else ""))})
             continue
         if e.kind == REREAD:  # streams on; the rows before the change are read again after the run
             if old is not None:
-                out[e.table] = TableState(e.table, old.status, old.position, old.ordinal, window_id, None,
-                                          {**old.detail, "reread_at": e.position, "reread_seq": str(e.seq),
-                                           "reread_reason": e.reason})
+                out[e.table] = move(e.table, old, old.status, old.position, old.ordinal, window_id,
+                                    {**old.detail, "reread_at": e.position, "reread_seq": str(e.seq),
+                                     "reread_reason": e.reason})
             continue
-        out[e.table] = TableState(e.table, TABLE_DROPPED if e.schema is None else TABLE_STREAMING, end.to_dict(),
-                                  end.ordinal, window_id, None, {**detail, **as_of})
+        out[e.table] = move(e.table, old, DROPPED if e.schema is None else STREAMING, at, ordinal, window_id,
+                            {**detail, **as_of})
         if e.renamed_from and e.renamed_from in out and (e.renamed_from, e.seq) not in own:
             prev = out[e.renamed_from]
-            out[e.renamed_from] = TableState(prev.table, TABLE_DROPPED, prev.position, prev.ordinal, window_id,
-                                             None, prev.detail)
+            out[e.renamed_from] = move(prev.table, prev, DROPPED, prev.position, prev.ordinal, window_id,
+                                       prev.detail)
     for table, (position, reason) in (parked or {}).items():
         prev = out.get(table)
         if prev is not None:
-            out[table] = TableState(table, TABLE_PARKED, prev.position, prev.ordinal, window_id, None,
-                                    {**prev.detail, **parked_detail(table, position, reason)})
+            out[table] = move(table, prev, PARKED, prev.position, prev.ordinal, window_id,
+                              {**prev.detail, **parked_detail(table, position, reason)})
     return out
 
 
@@ -465,7 +455,7 @@ class WindowApplier:
         """Bring the target at ``path`` to ``entry``'s schema (``resumed``: an earlier run may have done part
         of it). Renames are done by :meth:`_rename_step`."""
         spark = self.spark
-        if entry.kind in (PARKED, REREAD):
+        if entry.kind in (HISTORY_PARKED, REREAD):
             return  # marks for the table's state: parked until re-snapshotted / re-read after the run
         if entry.schema is None:  # dropped: the mirror empties, history stays in Delta time travel
             if is_delta_table(spark, path):
@@ -500,4 +490,4 @@ def is_infrastructure_error(exc: Exception) -> bool:
 
 
 __all__ = ["MAX_STEPS_PER_WINDOW", "RenameStep", "SchemaChangeRefused", "WindowApplier", "barriers", "first_line",
-           "is_infrastructure_error", "parked_detail", "rename_seqs", "states_after"]
+           "is_infrastructure_error", "rename_seqs", "states_after"]

@@ -25,7 +25,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from cdclake.engine.apply import WindowApplier
-from cdclake.engine.control import TABLE_STREAMING, TableState, WindowState
+from cdclake.engine.control import WindowState
 from cdclake.engine.events import META_DELETED, SEQ_SPAN, commit_ordinal_of
 from cdclake.engine.faults import crash_point
 from cdclake.engine.history import schema_at, window_ddl
@@ -41,7 +41,8 @@ from cdclake.engine.lake import (
 )
 from cdclake.engine.mining import window_open
 from cdclake.engine.names import lake_keys
-from cdclake.engine.repair.common import APPLIED, PLANNED, Backfill, streaming_state, unfinished
+from cdclake.engine.repair.common import Backfill, streaming_state, unfinished
+from cdclake.engine.states import BACKFILL_APPLIED, BACKFILL_BASED, BACKFILL_PLANNED, STREAMING, TableState
 from cdclake.engine.target.type2 import APP_SUFFIX as TYPE2_APP_SUFFIX
 from cdclake.errors import CdcError, command, table_regex
 from cdclake.hadoopfs import hadoop_delete
@@ -53,8 +54,6 @@ if TYPE_CHECKING:
     from cdclake.engine.context import PipelineContext
     from cdclake.engine.runs import RunReport
 
-BASED = "based"  # the staging copy holds the base; windows replay into it
-
 
 def rebuild(ctx: PipelineContext, report: RunReport, table: str, from_window: int | None) -> Backfill:
     """Rebuild ``table``'s target from its last snapshot (or from window ``from_window``) and bronze."""
@@ -63,9 +62,9 @@ def rebuild(ctx: PipelineContext, report: RunReport, table: str, from_window: in
         b = _plan(ctx, table, from_window)
     staging = b.detail["staging"]
     report.start = f"target version {b.detail['base_version']}"
-    if b.status == PLANNED:
+    if b.status == BACKFILL_PLANNED:
         _write_base(ctx, b, staging)
-        b.record(ctx, BASED)
+        b.record(ctx, BACKFILL_BASED)
         crash_point("rebuild_based")
     _replay(ctx, b, staging)  # no lock: mining goes on
     with ctx.runs.lock(report):
@@ -78,7 +77,7 @@ def rebuild(ctx: PipelineContext, report: RunReport, table: str, from_window: in
         crash_point("rebuild_replayed")
         _swap(ctx, b, staging, through)
         crash_point("rebuild_swapped")
-        b.record(ctx, APPLIED, through=through)
+        b.record(ctx, BACKFILL_APPLIED, through=through)
     report.window_id = through
     report.end = f"window {through}"
     report.tables = [table]
@@ -114,13 +113,13 @@ def _plan(ctx: PipelineContext, table: str, from_window: int | None) -> Backfill
     type2 = type2_path(path)
     if ctx.targets.type2.enabled and is_delta_table(ctx.spark, type2):
         history_base = base_version(commit_tags(ctx.spark, type2), from_window)
-    b = Backfill(uuid.uuid4().hex[:12], table, PLANNED, {
+    b = Backfill(uuid.uuid4().hex[:12], table, None, {
         "mode": "rebuild", "from_window": from_window, "base_version": base, "history_base": history_base,
         "floor": floor, "staging": f"{ctx.layout.control}/staging/rebuild={uuid.uuid4().hex[:12]}",
         "replayed": 0,
     })
     _windows(ctx, b)  # refuse now what cannot be replayed
-    b.record(ctx, PLANNED)
+    b.record(ctx, BACKFILL_PLANNED)
     return b
 
 
@@ -248,7 +247,7 @@ def _replay(ctx: PipelineContext, b: Backfill, staging: str) -> int:
     entries = ctx.control.history()
     floor = int(b.detail["floor"])
     floor_seq = (floor + 1) * SEQ_SPAN - 1
-    state = TableState(b.table, TABLE_STREAMING, {}, floor, None, None)
+    state = TableState(b.table, STREAMING, {}, floor, None, None)  # the replay's floor; never recorded
     app_id = ctx.app_id("rebuild", b.backfill_id)
     applier = WindowApplier(ctx)
     for w in windows:
@@ -258,7 +257,7 @@ def _replay(ctx: PipelineContext, b: Backfill, staging: str) -> int:
         applier.apply_table(w, b.table, rows, truncates, window_ddl(entries, wid, b.table),
                             schema_at(entries, b.table, floor_seq, wid), state, True, path=staging,
                             app_id=app_id)
-        b.record(ctx, BASED, replayed=wid)
+        b.record(ctx, BACKFILL_BASED, replayed=wid)
     return int(b.detail.get("replayed") or 0)
 
 
