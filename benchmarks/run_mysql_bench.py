@@ -18,7 +18,7 @@ and one local Spark session (the pipeline's), in this order:
    target) in each of ``--windows`` lakes snapshotted at the same position, one after the other; the fastest
    counts, as the fastest of the floor's runs does. On the same binlog range: the decode rate of
    python-mysql-replication alone and the wall time of ``mariadb-binlog --verbose --base64-output=DECODE-ROWS``.
-3. The bronze change set of that window MERGEd (``TargetTables.merge_changes``) into two synthetic
+3. The bronze change set of that window MERGEd (``ChangeMerge.changes``) into two synthetic
    targets shaped like the snapshot target, one ``--merge-rows`` rows and one 10x bigger, each MERGEd
    ``--merge-repeats`` times (restored to its version before the MERGE in between); the fastest counts.
 
@@ -373,7 +373,7 @@ def merge_into_synthetic(pipeline, schema, events, rows: int, path: str, repeats
         "substr(concat_ws('-', sha2(CAST(id AS STRING), 256), sha2(CAST(id * 7 AS STRING), 256)), 1, 119) AS c",
         "substr(sha2(CAST(id * 13 AS STRING), 256), 1, 59) AS pad",
     )
-    _, gen_s = timed(lambda: targets.write_snapshot(path, schema, gen, seq, position))
+    _, gen_s = timed(lambda: targets.bulk.write_snapshot(path, schema, gen, seq, position))
     table = DeltaTable.forPath(spark, path)
     version = table.history(1).collect()[0].version
     log(f"  written in {gen_s:.1f}s (version {version}); MERGE the window's changes")
@@ -383,8 +383,8 @@ def merge_into_synthetic(pipeline, schema, events, rows: int, path: str, repeats
     for i in range(repeats):
         if i:
             table.restoreToVersion(version)
-        parsed = targets.parse_changes(events, schema, keys, measure=False, partial=False)
-        _, merge_s = timed(lambda i=i, parsed=parsed: targets.merge_changes(path, schema, keys, parsed,
+        parsed = targets.changes.parse(events, schema, keys, measure=False, partial=False)
+        _, merge_s = timed(lambda i=i, parsed=parsed: targets.merge.changes(path, schema, keys, parsed,
                                                                             f"cdclake-bench:merge:{path}:{i}", 1))
         rows_after = read_delta(spark, path).count()
         if after is not None and rows_after != after:

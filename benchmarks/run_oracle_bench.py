@@ -94,7 +94,7 @@ def oracle_floor(spark, pipeline, lo: int, hi: int, work: Path,  # type: ignore[
                  target_version: int) -> dict:
     """The floor's steps on the window ``(lo, hi]`` (module docstring, step 4), MERGEd into a copy of the
     pipeline's target as of ``target_version``; seconds per step."""
-    from cdclake.engine.target import typed_select
+    from cdclake.engine.target.changes import typed_select
     from cdclake.sources.oracle import queries as Q
     from cdclake.sources.oracle.decode import DecodePlan, register_fast_path
     from cdclake.sources.oracle.source import RAW_DDL, SparkRawSink
@@ -139,11 +139,12 @@ def oracle_floor(spark, pipeline, lo: int, hi: int, work: Path,  # type: ignore[
     spark.read.format("delta").option("versionAsOf", target_version).load(ctx.layout.target("APP.ORDERS")).write.format(
         "delta").option("delta.enableChangeDataFeed", "true").save(target)
     t = time.time()
-    canon = ", ".join(f"`{c.name}` {ctx.targets.types.canonical_type(c)}" for c in schema.columns)
+    types = ctx.targets.options.types
+    canon = ", ".join(f"`{c.name}` {types.canonical_type(c)}" for c in schema.columns)
     images = spark.read.format("delta").load(f"{work}/bronze").selectExpr(
         "seq", "op", "position", "txid", "commit_ts", f"from_json(coalesce(after, before), '{canon}') AS a")
     last = images.withColumn("rn", F.row_number().over(Window.partitionBy("a.ID").orderBy(F.desc("seq")))).where(
-        "rn = 1").selectExpr("op", *typed_select(ctx.targets.types, schema, "a"), "seq AS `__seq`", "op AS `__op`",
+        "rn = 1").selectExpr("op", *typed_select(types, schema, "a"), "seq AS `__seq`", "op AS `__op`",
                              "position AS `__position`", "txid AS `__txid`", "commit_ts AS `__commit_ts`",
                              "CAST(1 AS BIGINT) AS `__window_id`")
     names = [c for c in spark.read.format("delta").load(target).columns if c in last.columns]

@@ -53,7 +53,7 @@ def assert_lake_equals_simulated(spark: Any, pipeline: Pipeline, db: SimulatedOr
     The expected rows are the simulator's own values (its canonical text), converted with the
     lake's type mapping; the schema is the one the pipeline's schema history holds now.
     """
-    from cdclake.engine.target import typed_select
+    from cdclake.engine.target.changes import typed_select
     from pyspark.sql import functions as F
 
     latest = pipeline.control.latest_entries()

@@ -29,7 +29,7 @@ def _corrupt(spark, pipeline, db: str, outside: bool = True) -> None:  # type: i
     path = pipeline.layout.target(f"{db}.acct")
     spark.sql(f"DELETE FROM delta.`{path}` WHERE id IN (105, 150{', 250' if outside else ''})")
     spark.sql(f"UPDATE delta.`{path}` SET owner = 'wrong' WHERE id IN (110, 160{', 260' if outside else ''})")
-    deleted = ", `__deleted`" if pipeline.targets.soft else ""
+    deleted = ", `__deleted`" if pipeline.targets.options.soft else ""
     spark.sql(f"INSERT INTO delta.`{path}` (id, owner, balance, `__op`, `__seq`, `__position`{deleted}) "
               f"VALUES (175, 'ghost', 1, 'c', 1, 'x'{', false' if deleted else ''})")
 
@@ -121,7 +121,7 @@ def test_resnapshot_versions_what_it_changes_in_the_history_table(spark, mariadb
     assert done.output.startswith(f"backfill {t} (id BETWEEN 100 AND 199): 99 source rows read at ")
 
     assert_lake_equals_source(spark, mariadb, pipeline, [t])
-    history = spark.read.format("delta").load(pipeline.layout.history(t))
+    history = spark.read.format("delta").load(pipeline.layout.type2(t))
     current = history.where("`__valid_to_seq` IS NULL")
     assert current.groupBy("id").count().where("count > 1").count() == 0
     lake = _target(spark, pipeline, db)

@@ -131,7 +131,7 @@ def test_left_out_and_masked_columns_never_reach_the_lake(spark: Any, mariadb: M
 
 
 def test_oracle_rules_apply_to_log_rows_and_transactions_held_in_flight(spark: Any, tmp_path: Path) -> None:
-    from cdclake.engine.target import typed_select
+    from cdclake.engine.target.changes import typed_select
     from cdclake.testing.logminer_sim import SimulatedOracle
 
     from tests.integration.oracle_helpers import flashback_reader, oracle_pipeline

@@ -5,12 +5,13 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from cdclake.engine.control import TABLE_STREAMING, ControlTables, TableState
+from cdclake.engine.control import ControlTables
 from cdclake.engine.lake import LakeLayout, commit_metric, table_version
+from cdclake.engine.states import STREAMING, TableState
 
 
 def _state(table: str, ordinal: int) -> TableState:
-    return TableState(table, TABLE_STREAMING, {"n": ordinal}, ordinal, None, None)
+    return TableState(table, STREAMING, {"n": ordinal}, ordinal, None, None)
 
 
 def test_a_run_takes_the_last_runs_reads_only_while_the_table_is_unchanged(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -32,7 +32,7 @@ def test_soft_delete_and_history_tables(spark, mariadb, fresh_database, tmp_path
     tombstones = {r.id for r in target.where("__deleted").collect()}
     assert tombstones == {2, 3}
 
-    history = spark.read.format("delta").load(pipeline.layout.history(table))
+    history = spark.read.format("delta").load(pipeline.layout.type2(table))
     versions = {}
     for r in history.orderBy("__seq").collect():
         versions.setdefault(r.id, []).append(r)

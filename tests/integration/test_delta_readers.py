@@ -10,7 +10,7 @@ import pytest
 from cdclake.engine.control import ControlTables
 from cdclake.engine.faults import CRASH_ENV, CRASH_MODE_ENV, SimulatedKill
 from cdclake.engine.lake import LakeLayout
-from cdclake.engine.target import TargetTables
+from cdclake.engine.target.targets import Targets
 from cdclake.errors import CdcError
 from cdclake.schema import Column, TableSchema
 from cdclake.sources.mysql.types import MySqlTypeMapper
@@ -25,7 +25,7 @@ def _check_lake(spark, mariadb, pipeline, tables: list[str], expect: set[str] | 
     assert_lake_equals_source(spark, mariadb, pipeline, tables)
     root = Path(pipeline.layout.root)
     if expect is None:
-        paths = [Path(p) for t in tables for p in (pipeline.layout.target(t), pipeline.layout.history(t))]
+        paths = [Path(p) for t in tables for p in (pipeline.layout.target(t), pipeline.layout.type2(t))]
     else:
         paths = delta_tables(root)
         found = {str(p.relative_to(root)) for p in paths}
@@ -112,14 +112,14 @@ def _schema(*columns: tuple[str, str]) -> TableSchema:
 def test_spark_mode_makes_column_mapped_tables(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """spark: column mapping and type widening, renames and widenings in the metadata (no rewrite)."""
     path = str(tmp_path / "spark_t")
-    targets = TargetTables(spark, MySqlTypeMapper(), history_tables=True, features="spark")
-    targets.create(path, _schema(("id", "INT"), ("a", "STRING"), ("b", "INT")))
+    targets = Targets.build(spark, MySqlTypeMapper(), type2_tables=True, features="spark")
+    targets.shapes.create(path, _schema(("id", "INT"), ("a", "STRING"), ("b", "INT")))
     for table in (path, path + "__history"):
         detail = spark.sql(f"DESCRIBE DETAIL delta.`{table}`").first()
         assert detail.properties["delta.columnMapping.mode"] == "name"
         assert {"columnMapping", "typeWidening"} <= set(detail.tableFeatures)
     spark.sql(f"INSERT INTO delta.`{path}` (id, a, b, `__seq`) VALUES (1, 'x', 2, 1)")
-    targets.evolve(path, _schema(("id", "INT"), ("a2", "STRING"), ("b", "BIGINT")), {"a": "a2"}, 10)
+    targets.shapes.evolve(path, _schema(("id", "INT"), ("a2", "STRING"), ("b", "BIGINT")), {"a": "a2"}, 10)
     assert [r.operation for r in spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()].count("DELETE") == 0
     row = spark.read.format("delta").load(path).first()
     assert (row.id, row.a2, row.b) == (1, "x", 2)
@@ -128,11 +128,11 @@ def test_spark_mode_makes_column_mapped_tables(spark, tmp_path) -> None:  # type
     spark.conf.set("spark.databricks.delta.properties.defaults.enableDeletionVectors", "true")
     try:
         path = str(tmp_path / "compatible_t")
-        TargetTables(spark, MySqlTypeMapper(), features="compatible").create(path, _schema(("id", "INT")))
+        Targets.build(spark, MySqlTypeMapper(), features="compatible").shapes.create(path, _schema(("id", "INT")))
         assert assert_delta_rs_reads_as_spark(spark, Path(path)) == 0
         with pytest.raises(CdcError, match="enableTypeWidening"):
-            TargetTables(spark, MySqlTypeMapper(), extra_properties={"delta.enableTypeWidening": "true"},
-                         features="compatible").create(str(tmp_path / "bad"), _schema(("id", "INT")))
+            Targets.build(spark, MySqlTypeMapper(), extra_properties={"delta.enableTypeWidening": "true"},
+                          features="compatible").shapes.create(str(tmp_path / "bad"), _schema(("id", "INT")))
     finally:
         spark.conf.unset("spark.databricks.delta.properties.defaults.enableDeletionVectors")
 

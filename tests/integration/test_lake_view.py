@@ -11,11 +11,12 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from cdclake.engine.control import TABLE_STREAMING, ControlTables, TableState, WindowState
+from cdclake.engine.control import ControlTables, WindowState
 from cdclake.engine.history import HistoryEntry
 from cdclake.engine.lake import LakeLayout, table_version
 from cdclake.engine.lakeview import LakeView, NotReadable
 from cdclake.engine.runs import RunLog
+from cdclake.engine.states import STREAMING, TableState
 from cdclake.schema import TableSchema
 
 from tests.doc_commands import record
@@ -25,7 +26,7 @@ CLI = str(Path(sys.executable).with_name("cdclake"))
 
 
 def _state(table: str, ordinal: int, detail: dict | None = None) -> TableState:
-    return TableState(table, TABLE_STREAMING, {"n": ordinal}, ordinal, None, None, detail or {})
+    return TableState(table, STREAMING, {"n": ordinal}, ordinal, None, None, detail or {})
 
 
 def test_the_view_reads_the_control_tables_as_spark_does(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -106,7 +106,7 @@ def test_rebuild_from_snapshot_and_from_a_window_resumes_and_remine_restores_bro
     mariadb.execute(f"UPDATE {t} SET balance = 99 WHERE id = 40")  # window 6
     history.mine()
     assert_lake_equals_source(spark, mariadb, history, [t])
-    versions = spark.read.format("delta").load(pipeline.layout.history(t))
+    versions = spark.read.format("delta").load(pipeline.layout.type2(t))
     by_key = {k: [(r.owner, r["__deleted"], r["__valid_to_seq"] is None) for r in
                   versions.where(f"id = {k}").orderBy("__seq").collect()] for k in (40, 33, 7)}
     assert by_key[40] == [("o40", False, False), ("o40", False, False), ("w3", False, False),

@@ -5,7 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 
 from cdclake.engine.events import BRONZE_DDL
-from cdclake.engine.target import TargetTables, is_undecodable_error
+from cdclake.engine.target.changes import is_undecodable_error
+from cdclake.engine.target.targets import Targets
 from cdclake.schema import TableSchema
 from cdclake.sources.mysql.types import MySqlTypeMapper, column_from_definition
 from delta.tables import DeltaTable
@@ -21,7 +22,7 @@ def test_undecodable_rows_are_found(spark) -> None:  # type: ignore[no-untyped-d
         (1, "shop.t", "u", Decimal(13), "f:4", "x", None, 1, '{"id": 4, "name": "a"}', '{"id": 4, "name": "b"}'),
     ]
     events = spark.createDataFrame(rows, schema=BRONZE_DDL)
-    bad = TargetTables(spark, MySqlTypeMapper()).undecodable(events, schema, ["id"])
+    bad = Targets.build(spark, MySqlTypeMapper()).changes.undecodable(events, schema, ["id"])
     assert sorted(r.position for r in bad.collect()) == ["f:2", "f:3"]
     assert all("do not decode" in r.reason for r in bad.collect())
 
@@ -31,9 +32,9 @@ def test_a_merge_whose_source_meets_an_undecodable_image_commits_nothing(spark, 
     MERGE's source fails at the first image that does not decode, whichever branch of the MERGE uses it."""
     schema = TableSchema("shop", "t", [column_from_definition("id", "int", False),
                                        column_from_definition("name", "varchar(10)")], ["id"])
-    targets = TargetTables(spark, MySqlTypeMapper())
+    targets = Targets.build(spark, MySqlTypeMapper())
     path = str(tmp_path / "t")
-    targets.create(path, schema)
+    targets.shapes.create(path, schema)
     created = DeltaTable.forPath(spark, path).history(1).collect()[0].version
     good = (1, "shop.t", "c", Decimal(10), "f:1", "x", None, 1, None, '{"id": 1, "name": "ok"}')
     bad_rows = {
@@ -44,16 +45,16 @@ def test_a_merge_whose_source_meets_an_undecodable_image_commits_nothing(spark, 
     }
     for n, (kind, bad) in enumerate(bad_rows.items()):
         events = spark.createDataFrame([good, bad], schema=BRONZE_DDL)
-        parsed = targets.parse_changes(events, schema, ["id"], measure=False, partial=False)
+        parsed = targets.changes.parse(events, schema, ["id"], measure=False, partial=False)
         assert parsed.rows is None and parsed.undecodable is None
         try:
-            targets.merge_changes(path, schema, ["id"], parsed, "app", n + 1)
+            targets.merge.changes(path, schema, ["id"], parsed, "app", n + 1)
         except Exception as exc:  # Spark's error type varies with where the job failed
             assert is_undecodable_error(exc), kind
         else:
             raise AssertionError(f"a MERGE with an undecodable {kind} image went through")
         assert DeltaTable.forPath(spark, path).history(1).collect()[0].version == created, kind
-        assert [r.position for r in targets.undecodable(parsed, schema, ["id"]).collect()] == [bad[4]], kind
+        assert [r.position for r in targets.changes.undecodable(parsed, schema, ["id"]).collect()] == [bad[4]], kind
     events = spark.createDataFrame([good], schema=BRONZE_DDL)
-    targets.merge_changes(path, schema, ["id"], targets.parse_changes(events, schema, ["id"], measure=False), "app", 9)
+    targets.merge.changes(path, schema, ["id"], targets.changes.parse(events, schema, ["id"], measure=False), "app", 9)
     assert [tuple(r) for r in spark.read.format("delta").load(path).select("id", "name").collect()] == [(1, "ok")]

@@ -7,7 +7,7 @@ import json
 from decimal import Decimal
 
 from cdclake.engine.events import BRONZE_DDL
-from cdclake.engine.target import TargetTables
+from cdclake.engine.target.targets import Targets
 from cdclake.schema import TableSchema
 from cdclake.sources.mysql.types import MySqlTypeMapper, column_from_definition
 
@@ -32,12 +32,12 @@ def _move(seq: int, old: int, new: int, name: str = "m") -> tuple:
 
 
 def test_values_left_out_follow_the_row_through_chains_of_key_changes(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    targets = TargetTables(spark, _PartialImages())
+    targets = Targets.build(spark, _PartialImages())
     path = str(tmp_path / "t")
-    targets.create(path, SCHEMA)
+    targets.shapes.create(path, SCHEMA)
     initial = [1, 10, 30, 31, 40, 41, 60]
     rows = [_row(n, "c", None, {"id": n, "name": "a", "filler": f"f{n}"}) for n in initial]
-    targets.merge_changes(path, SCHEMA, ["id"], spark.createDataFrame(rows, schema=BRONZE_DDL), "app", 1)
+    targets.merge.changes(path, SCHEMA, ["id"], spark.createDataFrame(rows, schema=BRONZE_DDL), "app", 1)
     batch = [
         _move(100, 1, 2), _move(101, 2, 3),  # two key changes, then an update that leaves filler out
         _row(102, "u", {"id": 3}, {"id": 3, "name": "u", "__unavailable": ["filler"]}),
@@ -49,7 +49,7 @@ def test_values_left_out_follow_the_row_through_chains_of_key_changes(spark, tmp
         _move(150, 60, 61), _row(151, "d", {"id": 61}, None),  # moved, then deleted
         _row(152, "c", None, {"id": 61, "name": "n", "filler": "new61"}),
     ]
-    targets.merge_changes(path, SCHEMA, ["id"], spark.createDataFrame(batch, schema=BRONZE_DDL), "app", 2)
+    targets.merge.changes(path, SCHEMA, ["id"], spark.createDataFrame(batch, schema=BRONZE_DDL), "app", 2)
     got = {r.id: (r.name, r.filler) for r in spark.read.format("delta").load(path).collect()}
     assert got == {
         3: ("u", "f1"), 13: ("m", "f10"), 30: ("m", "f31"), 31: ("m", "f30"), 40: ("v", "f41"),

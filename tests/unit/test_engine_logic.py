@@ -13,16 +13,7 @@ import pytest
 from cdclake.config import load_config_text
 from cdclake.engine.apply import SchemaChangeRefused, WindowApplier, barriers, rename_seqs, states_after
 from cdclake.engine.assembler import EventRow, TransactionAssembler
-from cdclake.engine.control import (
-    TABLE_DROPPED,
-    TABLE_STREAMING,
-    WINDOW_APPLIED,
-    WINDOW_CANCELLED,
-    WINDOW_MINED,
-    WINDOW_PLANNED,
-    TableState,
-    WindowState,
-)
+from cdclake.engine.control import WINDOW_APPLIED, WINDOW_CANCELLED, WINDOW_MINED, WINDOW_PLANNED, WindowState
 from cdclake.engine.events import SEQ_SPAN, backfill_seq, commit_ordinal_of, event_seq, snapshot_seq
 from cdclake.engine.history import (
     SKIPPED,
@@ -35,6 +26,7 @@ from cdclake.engine.history import (
 )
 from cdclake.engine.mining import live_states, next_window, stop_on_parked, window_open
 from cdclake.engine.repair.backfill import check_backfill_args
+from cdclake.engine.states import DROPPED, STREAMING, TableState
 from cdclake.errors import CdcError, ConfigError, UsageError
 from cdclake.schema import Column, TableSchema
 from cdclake.spi import Begin, Commit, Ddl, Position, Rollback, RowChange, SourceContext, create_source, plugin_for
@@ -136,12 +128,12 @@ def test_sequences_order_snapshot_changes_and_backfills() -> None:
 # ---- planning ------------------------------------------------------------------------------------------
 
 
-def _state(table: str, ordinal: int, status: str = TABLE_STREAMING) -> TableState:
+def _state(table: str, ordinal: int, status: str = STREAMING) -> TableState:
     return TableState(table, status, {"n": ordinal}, ordinal, None, None)
 
 
 def test_a_window_starts_at_the_lowest_streaming_table_and_numbers_on() -> None:
-    states = {"db.a": _state("db.a", 9), "db.b": _state("db.b", 4), "db.gone": _state("db.gone", 1, TABLE_DROPPED)}
+    states = {"db.a": _state("db.a", 9), "db.b": _state("db.b", 4), "db.gone": _state("db.gone", 1, DROPPED)}
     first = next_window(None, states, {"n": 20}, 500)
     assert (first.window_id, first.start, first.end_limit, first.max_events, first.status) == (
         1, {"n": 4}, {"n": 20}, 500, WINDOW_PLANNED)
@@ -158,7 +150,7 @@ def test_only_a_finished_or_cancelled_window_lets_a_new_one_be_planned() -> None
 def test_mining_needs_a_snapshotted_table() -> None:
     with pytest.raises(CdcError, match="no table of this pipeline has a snapshot"):
         live_states({"db.a": _state("db.a", 1, "snapshotting")}, "p")
-    assert set(live_states({"db.a": _state("db.a", 1), "db.x": _state("db.x", 1, TABLE_DROPPED)}, "p")) == {
+    assert set(live_states({"db.a": _state("db.a", 1), "db.x": _state("db.x", 1, DROPPED)}, "p")) == {
         "db.a", "db.x"}
 
 
@@ -235,7 +227,7 @@ def test_a_swap_leaves_both_tables_streaming() -> None:
     states = {t: _state(t, 3) for t in ("db.a", "db.b")}
     ddl = [_entry(1, "db.a", 10, T1, 5, renamed_from="db.b"), _entry(2, "db.b", 10, T1, 5, renamed_from="db.a")]
     out = states_after(states, ddl, Pos(40), 5, 1.0)
-    assert {t: s.status for t, s in out.items()} == {"db.a": TABLE_STREAMING, "db.b": TABLE_STREAMING}
+    assert {t: s.status for t, s in out.items()} == {"db.a": STREAMING, "db.b": STREAMING}
 
 
 def test_states_after_a_window_follow_its_ddl() -> None:
@@ -244,8 +236,8 @@ def test_states_after_a_window_follow_its_ddl() -> None:
            _entry(3, "db.born", 30, T1, 5)]
     out = states_after(states, ddl, Pos(40), 5, 1234.0)
     assert {t: (s.status, s.ordinal, s.window_id) for t, s in out.items()} == {
-        "db.t": (TABLE_DROPPED, 40, 5), "db.new": (TABLE_STREAMING, 40, 5), "db.born": (TABLE_STREAMING, 40, 5),
-        "db.old": (TABLE_DROPPED, 40, 5)}
+        "db.t": (DROPPED, 40, 5), "db.new": (STREAMING, 40, 5), "db.born": (STREAMING, 40, 5),
+        "db.old": (DROPPED, 40, 5)}
     assert out["db.t"].detail["as_of"] == 1234.0
 
 
@@ -313,16 +305,16 @@ def test_a_parked_table_stops_where_its_change_is_and_the_others_stream_on() -> 
     entries = entries_for_ddl(ddl, 7, 3)
     assert [(e.kind, e.table, e.schema, e.reason) for e in entries] == [
         ("parked", "db.t", None, "rows go without events")]
-    states = {t: TableState(t, TABLE_STREAMING, {"n": 5}, 5, 2, None) for t in ("db.t", "db.u")}
+    states = {t: TableState(t, STREAMING, {"n": 5}, 5, 2, None) for t in ("db.t", "db.u")}
     out = states_after(states, entries, Pos(40), 3, 1.0)
-    assert out["db.t"].status == "parked" and out["db.u"].status == TABLE_STREAMING
+    assert out["db.t"].status == "parked" and out["db.u"].status == STREAMING
     assert out["db.t"].detail["parked_at"] == "@20" and "backfill" in out["db.t"].detail["remedy"]
     # the registry forgets it: the source is no longer asked for its rows
     assert "db.t" not in registry_before([HistoryEntry(1, "db.t", 10, "p", "s", "snapshot", T1, None, {}, None),
                                           *entries], 4).schemas
     # a change Delta refused at apply parks it too, keeping the others' states
     refused = states_after(states, [], Pos(40), 3, 1.0, {"db.u": ("@30", "Delta refused")})
-    assert refused["db.u"].status == "parked" and refused["db.t"].status == TABLE_STREAMING
+    assert refused["db.u"].status == "parked" and refused["db.t"].status == STREAMING
     with pytest.raises(CdcError, match="db.u is parked since @30: Delta refused") as err:
         stop_on_parked(refused)
     assert "cdclake backfill --table db.u" in (err.value.fix or "")
@@ -334,7 +326,7 @@ def test_a_change_the_log_does_not_carry_marks_the_table_for_a_re_read() -> None
     entries = entries_for_ddl(ddl, 7, 3)
     assert [(e.kind, e.schema) for e in entries] == [("ddl", T2), ("reread", T2)]
     assert registry_before(entries, 4).schemas["db.t"] == T2  # the mark does not change the schema
-    states = {"db.t": TableState("db.t", TABLE_STREAMING, {"n": 5}, 5, 2, None)}
+    states = {"db.t": TableState("db.t", STREAMING, {"n": 5}, 5, 2, None)}
     out = states_after(states, entries, Pos(40), 3, 1.0)["db.t"]
-    assert out.status == TABLE_STREAMING and out.detail["reread_reason"] == "generated"
+    assert out.status == STREAMING and out.detail["reread_reason"] == "generated"
     assert int(out.detail["reread_seq"]) == event_seq(20, 0)

@@ -1,7 +1,7 @@
 """Apply a window from bronze to the target tables: MERGE in sequence order, cut at barriers.
 
 Per table, the window's changes are cut at *barriers* — its DDL and truncates, in log order — and
-each segment is MERGEd with the schema valid there (:mod:`.target` holds the apply rules). Every data
+each segment is MERGEd with the schema valid there (:mod:`.target.merge` holds the apply rules). Every data
 commit carries a Delta idempotency id (pipeline/table, window, step), and every barrier done records
 itself on the table, so a re-run after a kill skips what already committed.
 """
@@ -16,13 +16,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from cdclake.engine.control import TABLE_DROPPED, TABLE_PARKED, TABLE_STREAMING, TableState, WindowState
+from cdclake.engine.control import WindowState
 from cdclake.engine.events import META_SEQ, SEQ_SPAN
 from cdclake.engine.faults import crash_point
-from cdclake.engine.history import CREATED, PARKED, REREAD, HistoryEntry, before_window, latest_per_table, window_ddl
+from cdclake.engine.history import CREATED, REREAD, HistoryEntry, before_window, latest_per_table, window_ddl
+from cdclake.engine.history import PARKED as HISTORY_PARKED  # a schema-history entry's kind, not a state
 from cdclake.engine.lake import commit_tag, delta_ref, is_delta_table, sql_str
 from cdclake.engine.names import UnstorableNames
-from cdclake.engine.target import is_undecodable_error
+from cdclake.engine.states import DROPPED, PARKED, PARKED_DETAIL, STREAMING, TableState, move, parked_detail
+from cdclake.engine.target.changes import is_undecodable_error
+from cdclake.engine.target.marks import applied_marker, set_marker
 from cdclake.errors import CdcError, command, table_regex
 from cdclake.hadoopfs import hadoop_delete, hadoop_read_text, hadoop_write_text
 
@@ -31,7 +34,7 @@ if TYPE_CHECKING:
 
     from cdclake.engine.context import PipelineContext
     from cdclake.engine.runs import RunReport
-    from cdclake.engine.target import ParsedChanges
+    from cdclake.engine.target.changes import ParsedChanges
     from cdclake.schema import TableSchema
     from cdclake.spi import Position
 
@@ -129,18 +132,6 @@ def stretch_expr(seqs: dict[str, list[int]]) -> str:
     return f"CASE source_table {' '.join(branches)} ELSE 0 END"
 
 
-def parked_detail(table: str, position: str, reason: str) -> dict[str, str]:
-    """What ``status``, the run report and the run's error say of a parked table.
-
-    >>> parked_detail("db.t", "bin.000001:99", "x")["remedy"].split(" (")[0]
-    'cdclake backfill --table db.t'
-    """
-    # no backticks: ``cdclake status`` prints it as the command itself (the command line adds --config)
-    return {"parked_at": position, "parked_reason": reason,
-            "remedy": f"{command('backfill', '--table', table).strip('`')} (re-snapshots it; the other tables go on "
-                      "meanwhile)"}
-
-
 def states_after(states: dict[str, TableState], ddl: list[HistoryEntry], end: Position, window_id: int,
                  now: float, parked: dict[str, tuple[str, str]] | None = None,
                  reread_auto: bool = True) -> dict[str, TableState]:
@@ -148,37 +139,37 @@ def states_after(states: dict[str, TableState], ddl: list[HistoryEntry], end: Po
     streaming, dropped ones dropped, a renamed table's old name dropped where it stood; parked ones
     (by a ``parked`` entry, or in ``parked``: table -> (position, reason) of a change the apply could
     not make) parked where they stopped; one whose rows must be read again marked for the re-read after
-    the run, or parked for an operator's backfill (``reread_auto`` false: ``schema_changes.reread: manual``)."""
+    the run, or parked for an operator's backfill (``reread_auto`` false: ``schema_changes.reread: manual``).
+    Each move is one :data:`~.states.TRANSITIONS` lists (:func:`~.states.move`)."""
     as_of = {"as_of": now}
+    at, ordinal = end.to_dict(), end.ordinal
     own = {(e.table, e.seq) for e in ddl}  # a table renamed away has its own entry (dropped, or another's rows)
-    out = {t: TableState(t, s.status, end.to_dict(), end.ordinal, window_id, None, {**s.detail, **as_of})
-           for t, s in states.items()}
+    out = {t: move(t, s, s.status, at, ordinal, window_id, {**s.detail, **as_of}) for t, s in states.items()}
     for e in ddl:
         old = out.get(e.table)
-        detail = {k: v for k, v in (old.detail if old else {}).items() if k not in ("parked_at", "parked_reason",
-                                                                                      "remedy")}
-        if e.kind == PARKED or (e.kind == REREAD and not reread_auto):
-            out[e.table] = TableState(e.table, TABLE_PARKED, end.to_dict(), end.ordinal, window_id, None,
-                                      {**detail, **as_of, **parked_detail(e.table, e.position, (e.reason or "") + (
-                                          " (schema_changes.reread: manual)" if e.kind == REREAD else ""))})
+        detail = {k: v for k, v in (old.detail if old else {}).items() if k not in PARKED_DETAIL}
+        if e.kind == HISTORY_PARKED or (e.kind == REREAD and not reread_auto):
+            out[e.table] = move(e.table, old, PARKED, at, ordinal, window_id,
+                                {**detail, **as_of, **parked_detail(e.table, e.position, (e.reason or "") + (
+                                    " (schema_changes.reread: manual)" if e.kind == REREAD else ""))})
             continue
         if e.kind == REREAD:  # streams on; the rows before the change are read again after the run
             if old is not None:
-                out[e.table] = TableState(e.table, old.status, old.position, old.ordinal, window_id, None,
-                                          {**old.detail, "reread_at": e.position, "reread_seq": str(e.seq),
-                                           "reread_reason": e.reason})
+                out[e.table] = move(e.table, old, old.status, old.position, old.ordinal, window_id,
+                                    {**old.detail, "reread_at": e.position, "reread_seq": str(e.seq),
+                                     "reread_reason": e.reason})
             continue
-        out[e.table] = TableState(e.table, TABLE_DROPPED if e.schema is None else TABLE_STREAMING, end.to_dict(),
-                                  end.ordinal, window_id, None, {**detail, **as_of})
+        out[e.table] = move(e.table, old, DROPPED if e.schema is None else STREAMING, at, ordinal, window_id,
+                            {**detail, **as_of})
         if e.renamed_from and e.renamed_from in out and (e.renamed_from, e.seq) not in own:
             prev = out[e.renamed_from]
-            out[e.renamed_from] = TableState(prev.table, TABLE_DROPPED, prev.position, prev.ordinal, window_id,
-                                             None, prev.detail)
+            out[e.renamed_from] = move(prev.table, prev, DROPPED, prev.position, prev.ordinal, window_id,
+                                       prev.detail)
     for table, (position, reason) in (parked or {}).items():
         prev = out.get(table)
         if prev is not None:
-            out[table] = TableState(table, TABLE_PARKED, prev.position, prev.ordinal, window_id, None,
-                                    {**prev.detail, **parked_detail(table, position, reason)})
+            out[table] = move(table, prev, PARKED, prev.position, prev.ordinal, window_id,
+                              {**prev.detail, **parked_detail(table, position, reason)})
     return out
 
 
@@ -217,7 +208,7 @@ class WindowApplier:
             counts: dict[str, int] = {}
             stretches: dict[str, SegmentRows] = {}
             change = F.col("op").isin("c", "u", "d")
-            partial = change & self.targets.may_be_partial(F.col("after"))
+            partial = change & self.targets.changes.may_be_partial(F.col("after"))
             seqs = ddl_seqs_by_table(ddl)
             # one pass for every table: counts, truncates, and which stretches between DDL have changes
             per_stretch = bronze.groupBy("source_table", F.expr(stretch_expr(seqs)).alias("stretch")).agg(
@@ -290,7 +281,7 @@ class WindowApplier:
                                      path=path, app_id=app_id):
             origin = step.entry.renamed_from
             origin_path = self.ctx.layout.target(origin) if origin else None
-            version = self.targets.version(origin_path) if origin_path else None
+            version = self.targets.bulk.version(origin_path) if origin_path else None
             self._rename_step(step, {origin: version} if origin else {})
 
     def table_steps(
@@ -324,7 +315,7 @@ class WindowApplier:
         schema = start_entry.schema if start_entry else None
         # Only a resumed window can have barrier steps done already (the marker costs a Delta read).
         resumable = resumed and any(kind == "ddl" for _, kind, _ in steps) and is_delta_table(self.spark, path)
-        marker = self.targets.applied_marker(path) if resumable else None
+        marker = applied_marker(self.spark, path) if resumable else None
         rows = bronze.where(f"source_table = '{sql_str(table)}' AND op IN ('c', 'u', 'd') AND seq >= {low}")
         step = 0
         lo = low - 1
@@ -346,21 +337,21 @@ class WindowApplier:
             done = marker is not None and marker >= (wid, step)
             if kind == "truncate":
                 if is_delta_table(self.spark, path):
-                    self.targets.truncate(path, seq, app_id, wid * MAX_STEPS_PER_WINDOW + step)
+                    self.targets.bulk.truncate(path, seq, app_id, wid * MAX_STEPS_PER_WINDOW + step)
                     crash_point("truncate")
             elif not done:
                 assert entry is not None and seq is not None
                 if is_delta_table(self.spark, path):
                     # the rows before it are in: a run killed half-way through the change (which may take
                     # several commits) resumes with the change, never with those rows in the old shape
-                    self.targets.set_marker(path, wid, step - 1)
+                    set_marker(self.spark, path, wid, step - 1)
                 if seq in renames:
                     yield RenameStep(table, path, entry, seq)
                 else:
                     self._refused_parks(entry, lambda e=entry, q=seq: self.apply_ddl(path, e, q, resumed))
                 crash_point("ddl")
                 if is_delta_table(self.spark, path):
-                    self.targets.set_marker(path, wid, step)
+                    set_marker(self.spark, path, wid, step)
             if kind == "ddl":
                 assert entry is not None
                 schema = entry.schema
@@ -394,7 +385,7 @@ class WindowApplier:
         if kept is not None:
             return dict(json.loads(kept))
         origins = {s.entry.renamed_from for s in steps if s.entry.renamed_from}
-        versions = {o: self.targets.version(self.ctx.layout.target(o)) for o in sorted(origins)}
+        versions = {o: self.targets.bulk.version(self.ctx.layout.target(o)) for o in sorted(origins)}
         hadoop_write_text(self.spark, path, json.dumps(versions))
         return versions
 
@@ -408,12 +399,12 @@ class WindowApplier:
             self.apply_ddl(path, entry, seq)  # renamed away (it empties) or parked (it keeps its rows)
             return
         if is_delta_table(self.spark, path):
-            targets.close_history(path, seq)
-        targets.create(path, entry.schema, replace=True)
+            targets.type2.close(path, seq)
+        targets.shapes.create(path, entry.schema, replace=True)
         origin = entry.renamed_from
         version = versions.get(origin)
         if version is not None:
-            targets.insert_version(self.ctx.layout.target(origin), version, path)
+            targets.bulk.insert_version(self.ctx.layout.target(origin), version, path)
 
     def _merge_segment(self, table: str, path: str, segment: DataFrame, schema: TableSchema, app_id: str,
                        version: int, known: tuple[int, bool] | None) -> None:
@@ -422,7 +413,7 @@ class WindowApplier:
         if known is not None and known[0] == 0:
             return
         keys = self.ctx.key_columns(schema)
-        parsed = self.targets.parse_changes(segment, schema, keys, measure=known is None,
+        parsed = self.targets.changes.parse(segment, schema, keys, measure=known is None,
                                             partial=None if known is None else known[1])
         try:
             if parsed.rows == 0:
@@ -430,9 +421,9 @@ class WindowApplier:
             if parsed.undecodable:
                 self._reject_undecodable(table, parsed, schema, version)
             if not is_delta_table(self.spark, path):
-                self.targets.create(path, schema)
+                self.targets.shapes.create(path, schema)
             try:
-                self.targets.merge_changes(path, schema, keys, parsed, app_id, version)
+                self.targets.merge.changes(path, schema, keys, parsed, app_id, version)
             except Exception as exc:  # the MERGE's source met an image that does not decode: nothing committed
                 if not is_undecodable_error(exc):
                     raise
@@ -445,7 +436,7 @@ class WindowApplier:
     def _reject_undecodable(self, table: str, parsed: ParsedChanges, schema: TableSchema, version: int) -> None:
         """Never merge what does not decode: record it as dead letters and stop the run."""
         ctx = self.ctx
-        bad = self.targets.undecodable(parsed, schema, ctx.key_columns(schema)).persist()
+        bad = self.targets.changes.undecodable(parsed, schema, ctx.key_columns(schema)).persist()
         try:
             first = bad.orderBy("seq").select("position").first()
             if first is None:
@@ -464,14 +455,14 @@ class WindowApplier:
         """Bring the target at ``path`` to ``entry``'s schema (``resumed``: an earlier run may have done part
         of it). Renames are done by :meth:`_rename_step`."""
         spark = self.spark
-        if entry.kind in (PARKED, REREAD):
+        if entry.kind in (HISTORY_PARKED, REREAD):
             return  # marks for the table's state: parked until re-snapshotted / re-read after the run
         if entry.schema is None:  # dropped: the mirror empties, history stays in Delta time travel
             if is_delta_table(spark, path):
-                self.targets.close_history(path, seq)
+                self.targets.type2.close(path, seq)
                 spark.sql(f"DELETE FROM {delta_ref(path)} WHERE `{META_SEQ}` < {seq}")
             return
-        self.targets.evolve(path, entry.schema, entry.column_renames, seq, resumed)
+        self.targets.shapes.evolve(path, entry.schema, entry.column_renames, seq, resumed)
         if entry.kind == CREATED:  # made anew (after a drop, or replacing a table): it starts empty
             spark.sql(f"DELETE FROM {delta_ref(path)} WHERE `{META_SEQ}` < {seq}")
 
@@ -499,4 +490,4 @@ def is_infrastructure_error(exc: Exception) -> bool:
 
 
 __all__ = ["MAX_STEPS_PER_WINDOW", "RenameStep", "SchemaChangeRefused", "WindowApplier", "barriers", "first_line",
-           "is_infrastructure_error", "parked_detail", "rename_seqs", "states_after"]
+           "is_infrastructure_error", "rename_seqs", "states_after"]

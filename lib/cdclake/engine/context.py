@@ -11,7 +11,7 @@ from cdclake.engine.columns import ColumnPolicy
 from cdclake.engine.control import ControlTables
 from cdclake.engine.lake import LakeLayout
 from cdclake.engine.runs import RunLog
-from cdclake.engine.target import TargetTables
+from cdclake.engine.target.targets import Targets
 from cdclake.schema import RowKey
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ class PipelineContext:
     layout: LakeLayout
     control: ControlTables
     bronze: BronzeLog
-    targets: TargetTables
+    targets: Targets
     runs: RunLog
     columns: ColumnPolicy
 
@@ -40,8 +40,8 @@ class PipelineContext:
         lake = config.lake
         control = ControlTables(spark, layout, lake.table_features)
         columns = ColumnPolicy.from_config(config, source.types)
-        targets = TargetTables(spark, source.types, lake.delete_mode, lake.table_properties, lake.history_tables,
-                               features=control.table_features, columns=columns)
+        targets = Targets.build(spark, source.types, lake.delete_mode, lake.table_properties, lake.history_tables,
+                                features=control.table_features, columns=columns)
         return cls(config, source, spark, layout, control, BronzeLog(spark, layout), targets,
                    RunLog(spark, layout, control), columns)
 

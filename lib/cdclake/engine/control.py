@@ -11,7 +11,7 @@ import copy
 import json
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from decimal import Decimal
 from types import SimpleNamespace
@@ -34,6 +34,7 @@ from cdclake.engine.lake import (
     table_version,
 )
 from cdclake.engine.lakeview import LakeView, NotReadable, rows_of
+from cdclake.engine.states import TableState, check_state
 from cdclake.errors import CdcError
 from cdclake.hadoopfs import hadoop_delete, hadoop_list, hadoop_read_text, hadoop_write_text
 from cdclake.schema import TableSchema
@@ -63,9 +64,7 @@ DEAD_LETTERS_DDL = (
 WINDOW_PLANNED, WINDOW_MINED, WINDOW_APPLIED = "planned", "mined", "applied"
 WINDOW_CANCELLED = "cancelled"  # planned, nothing of it written, then given up (a forced re-snapshot)
 PLAN_PREFIX = "window-"
-TABLE_SNAPSHOTTING, TABLE_STREAMING, TABLE_DROPPED = "snapshotting", "streaming", "dropped"
-# capture stopped at a change cdclake cannot apply; the detail says why and how to bring it back
-TABLE_PARKED = "parked"
+# A table's states (and the moves between them) are :mod:`.states`'.
 
 
 def utcnow() -> datetime:
@@ -81,17 +80,6 @@ class WindowState:
     max_events: int | None
     end: dict[str, Any] | None
     planned_rev: int | None = None  # the checkpoints ``rev`` the plan came after (floors: table rows before it)
-
-
-@dataclass
-class TableState:
-    table: str
-    status: str
-    position: dict[str, Any]
-    ordinal: int
-    window_id: int | None
-    updated_at: datetime | None
-    detail: dict[str, Any] = field(default_factory=dict)
 
 
 class ControlTables:
@@ -413,6 +401,7 @@ class ControlTables:
     @staticmethod
     def _table_row(name: str, status: str, position: dict, ordinal: int, window_id: int | None, run_id: str,
                    detail: dict | None = None) -> dict[str, Any]:
+        check_state(name, status)  # the moves were checked by states.move; no other string is ever written
         return {
             "kind": "table", "window_id": window_id, "status": status, "table_name": name,
             "position": json.dumps(position), "position_ordinal": Decimal(ordinal), "start_position": None,

@@ -30,7 +30,7 @@ from cdclake.spark import session_conf
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-# ``lake.table_features``: which Delta table features targets (and their history tables) are made with.
+# ``lake.table_features``: which Delta table features targets (and their type-2 tables) are made with.
 COMPATIBLE, SPARK = "compatible", "spark"
 
 # No reader feature but timestampNtz (what delta-rs 1.x, and so Polars, DuckDB and pandas, open):
@@ -79,8 +79,9 @@ class LakeLayout:
         old = legacy_target_dir(database, table)
         return None if old is None else f"{self.root}/{old}"
 
-    def history(self, source_table: str) -> str:
-        return history_path(self.target(source_table))
+    def type2(self, source_table: str) -> str:
+        """The SCD type-2 table beside the target (``lake.history_tables``)."""
+        return type2_path(self.target(source_table))
 
     @property
     def control(self) -> str:
@@ -137,8 +138,9 @@ class LakeLayout:
         return f"{self.control}/lock"
 
 
-def history_path(target_path: str) -> str:
-    """The SCD type 2 history table beside a target (``lake.history_tables``)."""
+def type2_path(target_path: str) -> str:
+    """The SCD type-2 table beside a target (``lake.history_tables``): ``<target>__history``, a directory
+    users read (in the code "history" is the schema history; see :mod:`.target.type2`)."""
     return target_path + "__history"
 
 

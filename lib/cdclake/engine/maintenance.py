@@ -2,7 +2,7 @@
 
 Runs under the pipeline lock, so never beside a snapshot or mining run:
 
-* targets (and their SCD2 history tables): ``OPTIMIZE`` (compaction), then ``VACUUM``;
+* targets (and their SCD type-2 tables): ``OPTIMIZE`` (compaction), then ``VACUUM``;
 * bronze: windows applied before ``maintenance.bronze_retention_days`` are deleted — never the
   latest applied window, never a window not yet applied (a killed run re-applies it from bronze);
 * control tables: run log and dead letters older than ``control_retention_days`` are deleted;
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from cdclake.engine.control import WINDOW_APPLIED, utcnow
 from cdclake.engine.inflight import ABANDONED, InflightBuffer
-from cdclake.engine.lake import LakeLayout, delta_ref, history_path, is_delta_table
+from cdclake.engine.lake import LakeLayout, delta_ref, is_delta_table, type2_path
 from cdclake.spark import session_conf
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ def _maintain(spark: SparkSession, layout: LakeLayout, targets: list[str], optio
 
     for path in targets:
         compact_and_vacuum(path)
-        compact_and_vacuum(history_path(path))
+        compact_and_vacuum(type2_path(path))
 
     now = utcnow()
     if options.bronze_retention_days is not None:

@@ -27,22 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 from cdclake.engine.apply import WindowApplier
 from cdclake.engine.assembler import EventRow, TransactionAssembler
-from cdclake.engine.control import (
-    TABLE_DROPPED,
-    TABLE_PARKED,
-    TABLE_STREAMING,
-    WINDOW_APPLIED,
-    WINDOW_CANCELLED,
-    WINDOW_PLANNED,
-    TableState,
-    WindowState,
-)
+from cdclake.engine.control import WINDOW_APPLIED, WINDOW_CANCELLED, WINDOW_PLANNED, WindowState
 from cdclake.engine.events import BRONZE_COLUMNS, BRONZE_DDL, SEQ_SPAN
 from cdclake.engine.faults import crash_point
 from cdclake.engine.history import HistoryEntry, entries_for_ddl, registry_before
 from cdclake.engine.inflight import ABANDONED, InflightBuffer, WindowCounts
 from cdclake.engine.lake import is_delta_table, local_frame
 from cdclake.engine.quality import QualityChecks
+from cdclake.engine.states import DROPPED, PARKED, STREAMING, TableState, rereads
 from cdclake.errors import CdcError, TablesParkedError, command, table_regex
 from cdclake.hadoopfs import hadoop_delete
 from cdclake.spi import (
@@ -75,12 +67,12 @@ log = logging.getLogger(__name__)
 def live_states(states: dict[str, TableState], pipeline: str) -> dict[str, TableState]:
     """The tables a window mines for (streaming, and dropped ones a rename may bring back).
 
-    >>> s = TableState("db.t", TABLE_STREAMING, {}, 7, None, None)
+    >>> s = TableState("db.t", STREAMING, {}, 7, None, None)
     >>> list(live_states({"db.t": s}, "p"))
     ['db.t']
     """
-    live = {t: s for t, s in states.items() if s.status in (TABLE_STREAMING, TABLE_DROPPED)}
-    if not any(s.status == TABLE_STREAMING for s in live.values()):
+    live = {t: s for t, s in states.items() if s.status in (STREAMING, DROPPED)}
+    if not any(s.status == STREAMING for s in live.values()):
         raise CdcError(
             "no table of this pipeline has a snapshot yet, so there is no position to mine from",
             f"run 'cdclake snapshot' first (pipeline {pipeline}), or mine with --snapshot-missing",
@@ -92,13 +84,13 @@ def next_window(last: WindowState | None, states: dict[str, TableState], end_lim
                 max_events: int | None) -> WindowState:
     """The window after ``last``: from the lowest streaming table's position up to ``end_limit``.
 
-    >>> a = TableState("db.a", TABLE_STREAMING, {"p": 9}, 9, 3, None)
-    >>> b = TableState("db.b", TABLE_STREAMING, {"p": 5}, 5, 3, None)
+    >>> a = TableState("db.a", STREAMING, {"p": 9}, 9, 3, None)
+    >>> b = TableState("db.b", STREAMING, {"p": 5}, 5, 3, None)
     >>> w = next_window(None, {"db.a": a, "db.b": b}, {"p": 20}, None)
     >>> w.window_id, w.start, w.end_limit
     (1, {'p': 5}, {'p': 20})
     """
-    lowest = min((s for s in states.values() if s.status == TABLE_STREAMING), key=lambda s: s.ordinal)
+    lowest = min((s for s in states.values() if s.status == STREAMING), key=lambda s: s.ordinal)
     return WindowState(window_id=(last.window_id + 1) if last else 1, status=WINDOW_PLANNED, start=lowest.position,
                        end_limit=end_limit, max_events=max_events, end=None)
 
@@ -125,13 +117,13 @@ def nothing_to_mine(ctx: PipelineContext, snapshot_missing: bool = False) -> Run
     if window is None or window_open(window):
         return None
     states = ctx.control.table_states()
-    streaming = [s for s in states.values() if s.status == TABLE_STREAMING]
-    if not streaming or any(s.status == TABLE_PARKED for s in states.values()) \
-            or any("reread_seq" in s.detail for s in streaming):
+    streaming = [s for s in states.values() if s.status == STREAMING]
+    if not streaming or any(s.status == PARKED for s in states.values()) \
+            or any(rereads(s) for s in streaming):
         return None
     ctx.source.preflight()
     ctx.tell_positions(states)
-    if snapshot_missing and any(states.get(t) is None or states[t].status != TABLE_STREAMING
+    if snapshot_missing and any(states.get(t) is None or states[t].status != STREAMING
                                 for t in ctx.source.captured_tables()):
         return None
     end = ctx.source.log.current_position()
@@ -175,7 +167,7 @@ def mine(ctx: PipelineContext, report: RunReport, max_events: int | None,
     marker = ctx.bronze.marker(window.window_id) if report.resumed else None  # a window planned now is not mined
     if marker is None:
         ctx.source.log.check_available(start)
-        parked = {t for t, s in all_states.items() if s.status == TABLE_PARKED}
+        parked = {t for t, s in all_states.items() if s.status == PARKED}
         miner = WindowMiner(ctx, window, states, report, parked=parked)
         end = miner.mine()
         marker = miner.marker
@@ -220,7 +212,7 @@ def check_moved_targets(ctx: PipelineContext, states: dict[str, TableState]) -> 
     directory a lake made before the naming rule (docs/schema-changes.md, "Names") kept them in."""
     for table, state in sorted(states.items()):
         old = ctx.layout.legacy_target(table)
-        if state.status != TABLE_STREAMING or old is None:
+        if state.status != STREAMING or old is None:
             continue
         new = ctx.layout.target(table)
         if is_delta_table(ctx.spark, old) and not is_delta_table(ctx.spark, new):
@@ -235,7 +227,7 @@ def check_moved_targets(ctx: PipelineContext, states: dict[str, TableState]) -> 
 def stop_on_parked(states: dict[str, TableState]) -> None:
     """End a run that did its work with an error while a table is parked, so that the operator (and the
     Airflow task) sees it; the other tables are mined and checkpointed already."""
-    parked = {t: s.detail for t, s in sorted(states.items()) if s.status == TABLE_PARKED}
+    parked = {t: s.detail for t, s in sorted(states.items()) if s.status == PARKED}
     if parked:
         raise TablesParkedError(
             "; ".join(f"{t} is parked since {d.get('parked_at')}: {d.get('parked_reason')}" for t, d in parked.items())
@@ -430,7 +422,7 @@ class WindowMiner:
         retention = ctx.config.mining.transaction_retention_s
         assembly = buffer.assemble(wid, rows, self.floors, None if retention is None else timedelta(seconds=retention),
                                    counts.max_ts if retention is not None else None, mined.assemble_pieces, counts,
-                                   ctx.targets.may_be_partial)
+                                   ctx.targets.changes.may_be_partial)
         if assembly.exact:
             committed = assembly.committed.select(*BRONZE_COLUMNS)
             survivors = assembly.survivors
@@ -490,7 +482,7 @@ class WindowMiner:
         ctx, wid, spark = self.ctx, self.wid, self.spark
         assembly = buffer.assemble(wid, local_frame(spark, [], LOG_ROWS_DDL), self.floors,
                                    assemble_pieces=mined.assemble_pieces, counts=WindowCounts(),
-                                   may_be_partial=ctx.targets.may_be_partial)
+                                   may_be_partial=ctx.targets.changes.may_be_partial)
         open_summary = assembly.open_after()
         for point in ("staged", "history", "inflight"):  # the steps a window with rows passes
             crash_point(point)
@@ -513,7 +505,7 @@ class WindowMiner:
 
         seen = Observation(f"cdclake_window_{self.wid}_{uuid.uuid4().hex}")  # a name is used once per session
         self.ctx.columns.mask_log_rows(self._without_parked(rows, ddl)).observe(
-            seen, *WindowCounts.metrics(self.ctx.targets.may_be_partial(F.col("after")))
+            seen, *WindowCounts.metrics(self.ctx.targets.changes.may_be_partial(F.col("after")))
         ).write.mode("overwrite").parquet(path)
         return WindowCounts.of(seen.get)
 

@@ -30,7 +30,7 @@ case): :func:`column_map` raises :class:`UnstorableNames`, which parks that tabl
 
 **Tables** land in ``<database>__<table>`` under the pipeline's root, exactly as before, when both
 names are made of ``A-Za-z0-9_-`` and the directory is unambiguous: the database name has no ``__`` and
-does not end with ``_``, and the table name ends neither with ``__history`` (the SCD2 table beside a
+does not end with ``_``, and the table name ends neither with ``__history`` (the SCD type-2 table beside a
 target) nor with ``__`` and 8 hex digits (a mapped directory). Any other table lands in
 ``<database>__<table>__<8 hex>``: each other character becomes ``_`` and the hex digits are those of the
 SHA-256 of ``<database>.<table>``. A directory of the first form never has the shape of the second, so

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from cdclake.config import PipelineConfig
     from cdclake.engine.control import ControlTables
     from cdclake.engine.lake import LakeLayout
-    from cdclake.engine.target import TargetTables
+    from cdclake.engine.target.targets import Targets
     from cdclake.schema import TableSchema
     from cdclake.spi import Source
 
@@ -72,7 +72,7 @@ class Pipeline:
         return self.ctx.control
 
     @property
-    def targets(self) -> TargetTables:
+    def targets(self) -> Targets:
         return self.ctx.targets
 
     @classmethod

@@ -515,8 +515,8 @@ class QualityChecks:
     def __init__(self, ctx: PipelineContext) -> None:
         self.ctx = ctx
         self.config = ctx.config
-        self.gate = (QualityGate(ctx.spark, ctx.layout, ctx.config, ctx.key_columns, ctx.targets.soft,
-                                 ctx.columns.lake_schema, ctx.targets.lake_schema)
+        self.gate = (QualityGate(ctx.spark, ctx.layout, ctx.config, ctx.key_columns, ctx.targets.options.soft,
+                                 ctx.columns.lake_schema, ctx.targets.options.lake_schema)
                      if ctx.config.quality.enabled else None)
 
     def check_config(self) -> None:

@@ -1,4 +1,5 @@
-"""Snapshots: the per-table state machine's first steps, (absent) → ``snapshotting`` → ``streaming``.
+"""Snapshots: the per-table state machine's first steps (:mod:`.states`), (absent) → ``snapshotting`` →
+``streaming`` (or ``parked``, a table Delta refused).
 
 A snapshot asks the source for a low-watermark and the tables' schemas there
 (:meth:`~cdclake.spi.SnapshotReader.start`), records them in the schema history, reads each table
@@ -14,14 +15,13 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from cdclake.engine.apply import parked_detail
-from cdclake.engine.control import TABLE_PARKED, TABLE_SNAPSHOTTING, TABLE_STREAMING, TableState
 from cdclake.engine.events import snapshot_seq
 from cdclake.engine.history import HistoryEntry
 from cdclake.engine.lake import commit_tag, delta_refusals, is_delta_table
 from cdclake.engine.mining import window_open
 from cdclake.engine.names import UnstorableNames
 from cdclake.engine.quality import QualityChecks, gate_error
+from cdclake.engine.states import PARKED, SNAPSHOTTING, STREAMING, TableState, move, parked_detail
 from cdclake.errors import CdcError, SnapshotDeferredError, TablesParkedError
 from cdclake.progress import step as progress_step
 
@@ -47,7 +47,7 @@ def snapshot(ctx: PipelineContext, report: RunReport, tables_regex: str | None, 
     quality.check_config()
     states = control.table_states()
     wanted = [t for t in source.captured_tables() if tables_regex is None or re.fullmatch(tables_regex, t)]
-    todo = [t for t in wanted if force or t not in states or states[t].status != TABLE_STREAMING]
+    todo = [t for t in wanted if force or t not in states or states[t].status != STREAMING]
     if not wanted:
         raise CdcError(
             "no table to snapshot: source.include_tables/exclude_tables"
@@ -57,7 +57,7 @@ def snapshot(ctx: PipelineContext, report: RunReport, tables_regex: str | None, 
         )
     if not todo:
         return  # every selected table is streaming already
-    if force and any(t in states and states[t].status == TABLE_STREAMING for t in todo):
+    if force and any(t in states and states[t].status == STREAMING for t in todo):
         _cancel_unwritten_window(ctx, report.run_id)
     ctx.tell_positions(states)
     start = source.snapshot.start(todo)
@@ -71,7 +71,7 @@ def _snapshot_tables(ctx: PipelineContext, report: RunReport, start: SnapshotSta
                      states: dict[str, TableState], quality: QualityChecks) -> None:
     source, control = ctx.source, ctx.control
     pos = start.position
-    streaming = [s for s in states.values() if s.status == TABLE_STREAMING and s.table not in todo]
+    streaming = [s for s in states.values() if s.status == STREAMING and s.table not in todo]
     if streaming and pos.read_from_ordinal < min(s.ordinal for s in streaming):
         # A transaction open at this snapshot began before where the stream stands: its earlier
         # changes to the new tables were read (and left out) by windows already mined.
@@ -83,8 +83,8 @@ def _snapshot_tables(ctx: PipelineContext, report: RunReport, start: SnapshotSta
             source.snapshot.deferred_hint(),
         )
     seq = snapshot_seq(pos.ordinal)
-    control.set_tables([TableState(t, TABLE_SNAPSHOTTING, pos.to_dict(), pos.ordinal, None, None) for t in todo],
-                       report.run_id)
+    reading = {t: move(t, states.get(t), SNAPSHOTTING, pos.to_dict(), pos.ordinal) for t in todo}
+    control.set_tables(list(reading.values()), report.run_id)
     version = control.next_schema_version()
     control.append_history([
         ctx.columns.redact(HistoryEntry(version + i, t, seq, pos.describe(), start.ddl.get(t, ""), "snapshot",
@@ -106,13 +106,13 @@ def _snapshot_tables(ctx: PipelineContext, report: RunReport, start: SnapshotSta
                 source.snapshot.end(t)
                 reason = f"the snapshot could not be written: {_first_line(exc)}"
                 log.error("snapshot: %s is parked: %s", t, reason)
-                parked.append(TableState(t, TABLE_PARKED, pos.to_dict(), pos.ordinal, None, None,
-                                         parked_detail(t, pos.describe(), reason)))
+                parked.append(move(t, reading[t], PARKED, pos.to_dict(), pos.ordinal, None,
+                                   parked_detail(t, pos.describe(), reason)))
                 continue
             source.snapshot.end(t)
-            written.append(TableState(t, TABLE_STREAMING, pos.to_dict(), pos.ordinal, None, None,
-                                      {"snapshot_position": pos.describe(), "as_of": time.time(),
-                                       "row_key": ctx.row_key(schema).describe()}))
+            written.append(move(t, reading[t], STREAMING, pos.to_dict(), pos.ordinal, None,
+                                {"snapshot_position": pos.describe(), "as_of": time.time(),
+                                 "row_key": ctx.row_key(schema).describe()}))
             if time.monotonic() - recorded_at >= RECORD_WRITTEN_EVERY_S:  # a kill reads again at most this much
                 control.set_tables(written, report.run_id)
                 written, recorded_at = [], time.monotonic()
@@ -147,8 +147,8 @@ def _write_target(ctx: PipelineContext, table: str, schema: TableSchema, seq: in
     try:
         with commit_tag(ctx.spark, snapshot=True, seq=seq):
             if replaces and is_delta_table(ctx.spark, path):
-                ctx.targets.close_history(path, seq)  # the re-snapshot's rows follow
-            return ctx.targets.write_snapshot(path, schema, ctx.read_source(schema), seq, position)
+                ctx.targets.type2.close(path, seq)  # the re-snapshot's rows follow
+            return ctx.targets.bulk.write_snapshot(path, schema, ctx.read_source(schema), seq, position)
     except CdcError:
         raise
     except Exception as exc:

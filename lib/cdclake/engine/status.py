@@ -33,17 +33,17 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from cdclake.engine.control import TABLE_PARKED, TABLE_STREAMING
 from cdclake.engine.lake import is_delta_table, read_delta
 from cdclake.engine.lakeview import LakeView
 from cdclake.engine.names import renamed_columns
+from cdclake.engine.states import PARKED, PARKED_DETAIL, STREAMING
 from cdclake.errors import CdcError
 from cdclake.spi import PENDING_SCAN_EVENTS, PendingChanges
 from cdclake.spi.logrows import KIND_CHANGE, KIND_PIECE
 
 if TYPE_CHECKING:
     from cdclake.engine.context import PipelineContext
-    from cdclake.engine.control import TableState
+    from cdclake.engine.states import TableState
     from cdclake.schema import TableSchema
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ def status_report(ctx: PipelineContext, clock: Clock = time.time, max_events: in
     lags, pipeline = lag_of(ctx, states, clock, max_events)
     pipeline.update(run_state(runs, states))
     schemas = {t: e.schema for t, e in ctx.control.latest_entries().items() if e.schema is not None}
-    covered = covered_tables(ctx, [t for t, s in states.items() if s.status == TABLE_STREAMING])
+    covered = covered_tables(ctx, [t for t, s in states.items() if s.status == STREAMING])
     out = []
     for table in sorted(states):
         s = states[table]
@@ -88,12 +88,12 @@ def status_report(ctx: PipelineContext, clock: Clock = time.time, max_events: in
             "renamed_columns": _renamed_columns(ctx, schemas.get(table)),
             "rows": count,
             # a parked table: where and why its capture stopped, and the command that brings it back
-            "parked": {k: s.detail.get(k) for k in ("parked_at", "parked_reason", "remedy")}
-            if s.status == TABLE_PARKED else None,
+            "parked": {k: s.detail.get(k) for k in PARKED_DETAIL}
+            if s.status == PARKED else None,
             # source objects whose rows land in this table, not in tables of their own (a partitioned table's
             # partitions); None when the source could not be asked
             "covers": covered.get(table, []) if covered is not None else None,
-            **lags.get(table, _unknown("the table is not streaming" if s.status != TABLE_STREAMING
+            **lags.get(table, _unknown("the table is not streaming" if s.status != STREAMING
                                        else "the table is not captured by the source configuration")),
             # the newest run that changed the table (among the last RUNS_READ)
             "last_run": next((_run_entry(r) for r in runs if table in (r.rows_by_table or {})), None),
@@ -129,7 +129,7 @@ def run_state(runs: list[Any], states: Mapping[str, TableState]) -> dict[str, An
         detail = {"reason": reason, "says": says, "since": entry["ended_at"], "run_id": entry["run_id"],
                   "window_id": entry["window_id"], "problem": entry["problem"], "fix": entry["fix"]}
         out["stopped" if permanent else "failing"] = detail
-    parked = sorted(t for t, st in states.items() if st.status == TABLE_PARKED)
+    parked = sorted(t for t, st in states.items() if st.status == PARKED)
     if parked and out["stopped"] is None:
         first = states[parked[0]].detail
         out["stopped"] = {"reason": "parked", "says": STOP_REASONS["TablesParkedError"][1],
@@ -166,7 +166,7 @@ def lag_of(ctx: PipelineContext, states: Mapping[str, TableState], clock: Clock 
     """Per streaming captured table its lag fields, and the pipeline's (one question to the source)."""
     captures = ctx.config.source.captures
     positions = {t: ctx.position(s.position) for t, s in states.items()
-                 if s.status == TABLE_STREAMING and s.position and captures(t)}
+                 if s.status == STREAMING and s.position and captures(t)}
     pending = PendingChanges(note="no table is streaming yet")
     if positions:
         carried = _carried(ctx, set(positions))
@@ -215,20 +215,22 @@ def _renamed_columns(ctx: PipelineContext, schema: TableSchema | None) -> dict[s
     if schema is None:
         return None
     try:
-        return renamed_columns(ctx.targets.lake_schema(schema)) or None
+        return renamed_columns(ctx.targets.options.lake_schema(schema)) or None
     except CdcError:  # no Delta names at all (columns differing only by case): the table is parked
         return None
 
 
 def _target_rows(ctx: PipelineContext, path: str) -> int | None:
     """Rows of the target at ``path`` (live rows with soft deletes), None if it does not exist."""
+    soft = ctx.targets.options.soft
+
     def through_spark() -> int | None:
         if not is_delta_table(ctx.spark, path):
             return None
         df = read_delta(ctx.spark, path)
-        return (df.where("NOT `__deleted`") if ctx.targets.soft else df).count()
+        return (df.where("NOT `__deleted`") if soft else df).count()
 
-    return ctx.control.read(lambda view: view.rows(path, "__deleted" if ctx.targets.soft else None), through_spark)
+    return ctx.control.read(lambda view: view.rows(path, "__deleted" if soft else None), through_spark)
 
 
 def _carried(ctx: PipelineContext, tables: set[str]) -> dict[str, frozenset[str]]:

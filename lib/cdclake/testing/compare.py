@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdclake.engine.lake import quote
 from cdclake.engine.names import lake_names
-from cdclake.engine.target import typed_select
+from cdclake.engine.target.changes import typed_select
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -52,7 +52,7 @@ def compare_table(spark: SparkSession, pipeline: Pipeline, table: str, limit: in
     lake = spark.read.format("delta").load(pipeline.layout.target(table))
     if "__deleted" in lake.columns:
         lake = lake.where("NOT `__deleted`")
-    delta = lake_names(pipeline.ctx.targets.lake_schema(schema))  # a column Delta cannot name: names.py
+    delta = lake_names(pipeline.ctx.targets.options.lake_schema(schema))  # a column Delta cannot name: names.py
     lake = lake.select(*[F.col(quote(delta[c])).alias(c) for c in schema.column_names])
     names = [quote(c) for c in schema.column_names]
     # One pass over both sides: each distinct row with how often each side has it (a multiset compare,

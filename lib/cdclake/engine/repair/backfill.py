@@ -11,23 +11,22 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from cdclake.engine.apply import first_line, is_infrastructure_error, parked_detail
-from cdclake.engine.control import TABLE_PARKED, TABLE_STREAMING
+from cdclake.engine.apply import first_line, is_infrastructure_error
 from cdclake.engine.quality import QualityChecks
 from cdclake.engine.repair.rebuild import rebuild
 from cdclake.engine.repair.remine import remine
 from cdclake.engine.repair.resnapshot import resnapshot
 from cdclake.engine.snapshot import snapshot
+from cdclake.engine.states import PARKED, STREAMING, move, parked_detail, rereads
 from cdclake.errors import CdcError, UsageError, command
 from cdclake.progress import step as progress_step
 
 if TYPE_CHECKING:
     from cdclake.engine.context import PipelineContext
-    from cdclake.engine.control import TableState
     from cdclake.engine.runs import RunReport
+    from cdclake.engine.states import TableState
 
 MODES = ("resnapshot", "rebuild", "remine")
 log = logging.getLogger(__name__)
@@ -38,7 +37,7 @@ def run_backfill(ctx: PipelineContext, table: str | None, where: str | None = No
     """Repairs that run beside mining; each resumes when run again after a kill.
 
     * ``resnapshot``: re-read ``table`` (the rows matching ``where``) from the source (:mod:`.resnapshot`);
-    * ``rebuild``: rebuild ``table``'s target (and history table) from bronze, from its last snapshot
+    * ``rebuild``: rebuild ``table``'s target (and type-2 table) from bronze, from its last snapshot
       or from window ``from_window`` (:mod:`.rebuild`);
     * ``remine``: mine the applied ``windows`` (first, last) into bronze again where bronze no longer
       has them (:mod:`.remine`).
@@ -49,7 +48,7 @@ def run_backfill(ctx: PipelineContext, table: str | None, where: str | None = No
                        "name a table selected by source.include_tables/exclude_tables ('database.table')",
                        permanent=True)
     state = ctx.control.table_states().get(table) if table is not None and mode == "resnapshot" else None
-    if state is not None and state.status == TABLE_PARKED:
+    if state is not None and state.status == PARKED:
         return _unpark(ctx, table, where)  # type: ignore[arg-type]
     with ctx.runs.run("backfill" if mode == "resnapshot" else f"backfill:{mode}", locked=False) as report:
         if mode == "resnapshot":
@@ -69,7 +68,7 @@ def reread_marked(ctx: PipelineContext, states: dict[str, TableState]) -> list[s
     now (a DDL after the mark is not mined yet) waits for the next mining run. The tables re-read."""
     done = []
     for table, state in sorted(states.items()):
-        if state.status == TABLE_STREAMING and "reread_seq" in state.detail:
+        if state.status == STREAMING and rereads(state):
             progress_step(f"re-read {table}: {state.detail.get('reread_reason')}")
             try:
                 run_backfill(ctx, table)
@@ -92,7 +91,7 @@ def _park(ctx: PipelineContext, states: dict[str, TableState], table: str, state
     """Park ``table`` after its re-read failed (``states`` updated, so the run ends saying so)."""
     log.error("the re-read of %s failed; it is parked: %s", table, why)
     at = str(state.detail.get("reread_at") or state.position)
-    parked = replace(state, status=TABLE_PARKED, detail={
+    parked = move(table, state, PARKED, state.position, state.ordinal, state.window_id, {
         **state.detail, **parked_detail(table, at, f"its re-read after {state.detail.get('reread_reason')} failed: "
                                                    f"{why}")})
     ctx.control.set_tables([parked], "")

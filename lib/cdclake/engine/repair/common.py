@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cdclake.engine.control import TABLE_PARKED, TABLE_SNAPSHOTTING, TABLE_STREAMING, TableState
+from cdclake.engine.states import BACKFILL_APPLIED, PARKED, SNAPSHOTTING, STREAMING, TableState, check_backfill_step
 from cdclake.errors import CdcError, command, table_regex
 
 if TYPE_CHECKING:
@@ -13,16 +13,15 @@ if TYPE_CHECKING:
     from cdclake.schema import TableSchema
     from cdclake.spi import SnapshotStart
 
-PLANNED, READ, APPLIED = "planned", "read", "applied"
-
 
 @dataclass
 class Backfill:
-    """One backfill's record: its steps are ``backfill`` rows of the checkpoints table."""
+    """One backfill's record: its steps are ``backfill`` rows of the checkpoints table
+    (:data:`~cdclake.engine.states.BACKFILL_STEPS`); ``status`` None until its first is recorded."""
 
     backfill_id: str
     table: str
-    status: str
+    status: str | None
     detail: dict[str, Any]
 
     @property
@@ -34,6 +33,7 @@ class Backfill:
         return self.detail["position"]
 
     def record(self, ctx: PipelineContext, status: str, **changes: Any) -> None:
+        check_backfill_step(self.backfill_id, self.table, self.status, status)
         self.status = status
         self.detail.update(changes)
         ctx.control.record_backfill(self.backfill_id, self.table, status, self.detail)
@@ -42,7 +42,7 @@ class Backfill:
 def unfinished(ctx: PipelineContext, table: str, **match: Any) -> Backfill | None:
     """The newest backfill of ``table`` whose detail has ``match`` that a kill left unfinished."""
     for backfill_id, status, detail in ctx.control.backfills(table):
-        if status != APPLIED and all(detail.get(k) == v for k, v in match.items()):
+        if status != BACKFILL_APPLIED and all(detail.get(k) == v for k, v in match.items()):
             return Backfill(backfill_id, table, status, detail)
     return None
 
@@ -52,14 +52,14 @@ def streaming_state(ctx: PipelineContext, table: str, verb: str,
     """``table``'s state (from ``states`` if given); an error naming the remedy unless it streams
     (snapshotted, not dropped)."""
     state = (ctx.control.table_states() if states is None else states).get(table)
-    if state is None or state.status != TABLE_STREAMING:
+    if state is None or state.status != STREAMING:
         problem = (f"{table} is not a streaming table of pipeline {ctx.name} "
                    f"(state: {state.status if state else 'never snapshotted'})")
-        if state is None or state.status == TABLE_SNAPSHOTTING:
+        if state is None or state.status == SNAPSHOTTING:
             # the mining DAG's 'mine --snapshot-missing' snapshots it on its schedule: a retry may pass
             raise CdcError(problem, f"snapshot it first ({command('snapshot', '--tables', table_regex(table))}, or "
                                     f"mine with --snapshot-missing), then run the same {verb} again")
-        if state.status == TABLE_PARKED:
+        if state.status == PARKED:
             raise CdcError(problem, f"bring it back first with {command('backfill', '--table', table)} (a snapshot "
                                     f"of it alone), then run the same {verb} again", permanent=True)
         raise CdcError(problem, f"{verb} a table that streams ('cdclake status' lists them)", permanent=True)

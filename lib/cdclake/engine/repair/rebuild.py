@@ -1,5 +1,5 @@
-"""Rebuild a target table (and its SCD type 2 history table) from the bronze change log
-(``cdclake backfill --mode rebuild``): after a fix in how changes apply, or to start a history table
+"""Rebuild a target table (and its SCD type-2 table) from the bronze change log
+(``cdclake backfill --mode rebuild``): after a fix in how changes apply, or to start a type-2 table
 (``lake.history_tables``) for a pipeline that ran without one.
 
 A rebuild is a **base** plus a **replay**:
@@ -13,7 +13,7 @@ A rebuild is a **base** plus a **replay**:
   stopped). Mining goes on meanwhile; the pipeline lock is taken only at the end, to replay the windows
   mined in the meantime and to swap the result in;
 * the swap is one MERGE that changes only the rows that differ (so readers of the change data feed see
-  the repair, not a rewrite), and the history table is replaced by the rebuilt one.
+  the repair, not a rewrite), and the type-2 table is replaced by the rebuilt one.
 
 Not in the change log, so not replayed: resnapshot backfills made after the base (run ``cdclake
 reconcile`` afterwards). A rebuild across a rename of the table is refused.
@@ -25,7 +25,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from cdclake.engine.apply import WindowApplier
-from cdclake.engine.control import TABLE_STREAMING, TableState, WindowState
+from cdclake.engine.control import WindowState
 from cdclake.engine.events import META_DELETED, SEQ_SPAN, commit_ordinal_of
 from cdclake.engine.faults import crash_point
 from cdclake.engine.history import schema_at, window_ddl
@@ -33,15 +33,17 @@ from cdclake.engine.lake import (
     commit_tag,
     commit_tags,
     delta_ref,
-    history_path,
     idempotent_write,
     is_delta_table,
     quote,
     read_delta,
+    type2_path,
 )
 from cdclake.engine.mining import window_open
 from cdclake.engine.names import lake_keys
-from cdclake.engine.repair.common import APPLIED, PLANNED, Backfill, streaming_state, unfinished
+from cdclake.engine.repair.common import Backfill, streaming_state, unfinished
+from cdclake.engine.states import BACKFILL_APPLIED, BACKFILL_BASED, BACKFILL_PLANNED, STREAMING, TableState
+from cdclake.engine.target.type2 import APP_SUFFIX as TYPE2_APP_SUFFIX
 from cdclake.errors import CdcError, command, table_regex
 from cdclake.hadoopfs import hadoop_delete
 from cdclake.schema import TableSchema
@@ -52,8 +54,6 @@ if TYPE_CHECKING:
     from cdclake.engine.context import PipelineContext
     from cdclake.engine.runs import RunReport
 
-BASED = "based"  # the staging copy holds the base; windows replay into it
-
 
 def rebuild(ctx: PipelineContext, report: RunReport, table: str, from_window: int | None) -> Backfill:
     """Rebuild ``table``'s target from its last snapshot (or from window ``from_window``) and bronze."""
@@ -62,9 +62,9 @@ def rebuild(ctx: PipelineContext, report: RunReport, table: str, from_window: in
         b = _plan(ctx, table, from_window)
     staging = b.detail["staging"]
     report.start = f"target version {b.detail['base_version']}"
-    if b.status == PLANNED:
+    if b.status == BACKFILL_PLANNED:
         _write_base(ctx, b, staging)
-        b.record(ctx, BASED)
+        b.record(ctx, BACKFILL_BASED)
         crash_point("rebuild_based")
     _replay(ctx, b, staging)  # no lock: mining goes on
     with ctx.runs.lock(report):
@@ -77,12 +77,12 @@ def rebuild(ctx: PipelineContext, report: RunReport, table: str, from_window: in
         crash_point("rebuild_replayed")
         _swap(ctx, b, staging, through)
         crash_point("rebuild_swapped")
-        b.record(ctx, APPLIED, through=through)
+        b.record(ctx, BACKFILL_APPLIED, through=through)
     report.window_id = through
     report.end = f"window {through}"
     report.tables = [table]
     report.rows_by_table = {table: read_delta(ctx.spark, ctx.layout.target(table)).count()}
-    for path in (staging, history_path(staging)):
+    for path in (staging, type2_path(staging)):
         hadoop_delete(ctx.spark, path)
     return b
 
@@ -110,16 +110,16 @@ def _plan(ctx: PipelineContext, table: str, from_window: int | None) -> Backfill
             "(the log keeps delta.logRetentionDuration, 30 days by default)",
             permanent=True)
     history_base = None
-    hist = history_path(path)
-    if ctx.targets.keep_history and is_delta_table(ctx.spark, hist):
-        history_base = base_version(commit_tags(ctx.spark, hist), from_window)
-    b = Backfill(uuid.uuid4().hex[:12], table, PLANNED, {
+    type2 = type2_path(path)
+    if ctx.targets.type2.enabled and is_delta_table(ctx.spark, type2):
+        history_base = base_version(commit_tags(ctx.spark, type2), from_window)
+    b = Backfill(uuid.uuid4().hex[:12], table, None, {
         "mode": "rebuild", "from_window": from_window, "base_version": base, "history_base": history_base,
         "floor": floor, "staging": f"{ctx.layout.control}/staging/rebuild={uuid.uuid4().hex[:12]}",
         "replayed": 0,
     })
     _windows(ctx, b)  # refuse now what cannot be replayed
-    b.record(ctx, PLANNED)
+    b.record(ctx, BACKFILL_PLANNED)
     return b
 
 
@@ -207,21 +207,21 @@ def _write_base(ctx: PipelineContext, b: Backfill, staging: str) -> None:
                        "rebuild from the beginning (without --from-window): "
                        f"{command('backfill', '--table', b.table, '--mode', 'rebuild')}", permanent=True)
     base = _time_travel(ctx, path, int(b.detail["base_version"]), b.table)
-    ctx.targets.create(staging, entry.schema, replace=True)
+    ctx.targets.shapes.create(staging, entry.schema, replace=True)
     columns = read_delta(spark, staging).columns
     base.select(*[quote(c) for c in columns]).write.format("delta").mode("append").save(staging)
-    if not ctx.targets.keep_history:
+    if not ctx.targets.type2.enabled:
         return
-    hist = history_path(staging)
-    if b.detail.get("history_base") is not None:
-        first = _time_travel(ctx, history_path(path), int(b.detail["history_base"]), b.table)
-    else:  # a new history table: the base rows are the first versions
-        first = base.where(f"NOT `{META_DELETED}`") if ctx.targets.soft else base
-    hist_columns = read_delta(spark, hist).columns
+    type2 = type2_path(staging)
+    if b.detail.get("history_base") is not None:  # (a key of backfill records in lakes: its name stays)
+        first = _time_travel(ctx, type2_path(path), int(b.detail["history_base"]), b.table)
+    else:  # a new type-2 table: the base rows are the first versions
+        first = base.where(f"NOT `{META_DELETED}`") if ctx.targets.options.soft else base
+    type2_columns = read_delta(spark, type2).columns
     first = first.selectExpr(*[quote(c) if c in first.columns else
                                (f"false AS {quote(c)}" if c == META_DELETED else f"NULL AS {quote(c)}")
-                               for c in hist_columns])
-    first.write.format("delta").mode("append").save(hist)
+                               for c in type2_columns])
+    first.write.format("delta").mode("append").save(type2)
 
 
 def _resnapshot(table: str) -> str:
@@ -247,7 +247,7 @@ def _replay(ctx: PipelineContext, b: Backfill, staging: str) -> int:
     entries = ctx.control.history()
     floor = int(b.detail["floor"])
     floor_seq = (floor + 1) * SEQ_SPAN - 1
-    state = TableState(b.table, TABLE_STREAMING, {}, floor, None, None)
+    state = TableState(b.table, STREAMING, {}, floor, None, None)  # the replay's floor; never recorded
     app_id = ctx.app_id("rebuild", b.backfill_id)
     applier = WindowApplier(ctx)
     for w in windows:
@@ -257,12 +257,12 @@ def _replay(ctx: PipelineContext, b: Backfill, staging: str) -> int:
         applier.apply_table(w, b.table, rows, truncates, window_ddl(entries, wid, b.table),
                             schema_at(entries, b.table, floor_seq, wid), state, True, path=staging,
                             app_id=app_id)
-        b.record(ctx, BASED, replayed=wid)
+        b.record(ctx, BACKFILL_BASED, replayed=wid)
     return int(b.detail.get("replayed") or 0)
 
 
 def _swap(ctx: PipelineContext, b: Backfill, staging: str, through: int) -> None:
-    """Make the target equal the staging copy with one MERGE of the differences; replace the history."""
+    """Make the target equal the staging copy with one MERGE of the differences; replace the type-2 table."""
     spark = ctx.spark
     path = ctx.layout.target(b.table)
     app_id = ctx.app_id("rebuild", b.backfill_id, "swap")
@@ -273,17 +273,17 @@ def _swap(ctx: PipelineContext, b: Backfill, staging: str, through: int) -> None
                        f"{sorted(current)}", "the schema history and the target disagree: re-snapshot the table "
                        f"with {_resnapshot(b.table)}", permanent=True)
     latest = _latest_schema(ctx, b.table)
-    keys = [c for c in lake_keys(ctx.targets.lake_schema(latest), ctx.key_columns(latest)) if c in current]
+    keys = [c for c in lake_keys(ctx.targets.options.lake_schema(latest), ctx.key_columns(latest)) if c in current]
     view = f"cdclake_rebuild_{b.backfill_id}"
     staged.createOrReplaceTempView(view)
     on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in keys)
     same = " AND ".join(f"t.{quote(c)} <=> s.{quote(c)}" for c in current)
     with commit_tag(spark, rebuild=b.backfill_id, through=through):
-        if ctx.targets.keep_history:
-            staged_history = read_delta(spark, history_path(staging))
-            ctx.targets.create(path, _latest_schema(ctx, b.table))  # a new history table, if none
-            (staged_history.write.format("delta").mode("overwrite").option("txnAppId", app_id + ":history")
-             .option("txnVersion", 1).save(history_path(path)))
+        if ctx.targets.type2.enabled:
+            staged_type2 = read_delta(spark, type2_path(staging))
+            ctx.targets.shapes.create(path, _latest_schema(ctx, b.table))  # a new type-2 table, if none
+            (staged_type2.write.format("delta").mode("overwrite").option("txnAppId", app_id + TYPE2_APP_SUFFIX)
+             .option("txnVersion", 1).save(type2_path(path)))
         with idempotent_write(spark, app_id, 1):
             spark.sql(f"MERGE INTO {delta_ref(path)} t USING {view} s ON {on} "
                       f"WHEN MATCHED AND NOT ({same}) THEN UPDATE SET * "

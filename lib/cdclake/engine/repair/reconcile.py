@@ -42,12 +42,13 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from cdclake.engine.control import TABLE_STREAMING, TableState, utcnow
+from cdclake.engine.control import utcnow
 from cdclake.engine.lake import ensure_table, quote
 from cdclake.engine.names import lake_names
 from cdclake.engine.repair.backfill import run_backfill
 from cdclake.engine.repair.common import read_start, streaming_state
-from cdclake.engine.target import typed_select
+from cdclake.engine.states import STREAMING, TableState
+from cdclake.engine.target.changes import typed_select
 from cdclake.errors import CdcError, command
 from cdclake.schema import TableSchema
 
@@ -239,7 +240,7 @@ def reconcile(ctx: PipelineContext, tables: Sequence[str] | None = None, chunks:
     results: list[TableReconcile] = []
     with ctx.runs.run("reconcile", locked=False) as run:
         states = ctx.control.table_states()
-        names = list(tables) if tables else sorted(t for t, s in states.items() if s.status == TABLE_STREAMING)
+        names = list(tables) if tables else sorted(t for t, s in states.items() if s.status == STREAMING)
         for table in names:
             streaming_state(ctx, table, "reconcile", states)
         run.tables = names
@@ -398,10 +399,10 @@ def _lake_rows(ctx: PipelineContext, table: str, schema: TableSchema, types: dic
     from pyspark.sql import functions as F
 
     lake = ctx.spark.read.format("delta").load(ctx.layout.target(table))
-    if ctx.targets.soft:
+    if ctx.targets.options.soft:
         lake = lake.where("NOT `__deleted`")
     dtypes = {f.name: f.dataType for f in lake.schema.fields}
-    delta = lake_names(ctx.targets.lake_schema(schema))  # source name -> Delta name (names.py)
+    delta = lake_names(ctx.targets.options.lake_schema(schema))  # source name -> Delta name (names.py)
     return lake.select(*[
         (F.col(quote(d)) if dtypes[d] == types[c] else F.col(quote(d)).cast(types[c])).alias(c)
         for c, d in ((c, delta.get(c, c)) for c in schema.column_names)])

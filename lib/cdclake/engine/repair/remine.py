@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cdclake.engine.control import TABLE_DROPPED, TABLE_STREAMING, WINDOW_MINED, WindowState
+from cdclake.engine.control import WINDOW_MINED, WindowState
 from cdclake.engine.mining import WindowMiner
+from cdclake.engine.states import DROPPED, STREAMING
 from cdclake.errors import CdcError
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def remine(ctx: PipelineContext, report: RunReport, first: int, last: int) -> li
 def _remine_window(ctx: PipelineContext, report: RunReport, window: WindowState) -> None:
     wid = window.window_id
     states = {t: s for t, s in ctx.control.table_states(ctx.control.window_planned_rev(wid)).items()
-              if s.status in (TABLE_STREAMING, TABLE_DROPPED)}
+              if s.status in (STREAMING, DROPPED)}
     start = ctx.position(window.start)
     recorded_end = ctx.position(window.end)  # type: ignore[arg-type]
     ctx.source.log.check_available(start)

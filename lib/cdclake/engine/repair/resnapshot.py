@@ -13,8 +13,8 @@ of it when the rows land:
   below ``P`` (it was deleted before ``P``); one written after ``P`` stays;
 * changes between the table's position and ``P`` that mining applies later carry lower sequences
   than the snapshot rows and leave them alone;
-* with history tables (SCD2), the rows that really change get a version at ``P``. History takes
-  versions in commit order, so the apply step first mines up to ``P`` if mining is behind it.
+* with type-2 tables (``lake.history_tables``), the rows that really change get a version at ``P``. A
+  type-2 table takes versions in commit order, so the apply step first mines up to ``P`` if mining is behind it.
 
 Three steps, each recorded as a ``backfill`` row of the checkpoints table so a killed backfill is
 resumed by running the same command again:
@@ -32,13 +32,13 @@ rows in the range are found with it.
 from __future__ import annotations
 
 import uuid
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cdclake.engine.events import backfill_seq, event_seq
 from cdclake.engine.faults import crash_point
 from cdclake.engine.mining import mine, window_open
-from cdclake.engine.repair.common import APPLIED, PLANNED, READ, Backfill, read_start, streaming_state, unfinished
+from cdclake.engine.repair.common import Backfill, read_start, streaming_state, unfinished
+from cdclake.engine.states import BACKFILL_APPLIED, BACKFILL_PLANNED, BACKFILL_READ, REREAD_DETAIL, move, rereads
 from cdclake.errors import CdcError
 from cdclake.hadoopfs import hadoop_delete
 from cdclake.progress import step as progress_step
@@ -57,7 +57,7 @@ def resnapshot(ctx: PipelineContext, report: RunReport, table: str, where: str |
     b = unfinished(ctx, table, where=where, mode=None)
     entry = ctx.control.latest_entries().get(table)
     multiset = entry is not None and entry.schema is not None and not ctx.key_columns(entry.schema)
-    if b is None or (multiset and b.status == PLANNED):
+    if b is None or (multiset and b.status == BACKFILL_PLANNED):
         # Without a row key the rows must be read exactly at P (the source may hold the table still
         # meanwhile), so planning and reading are one step: a killed one starts again at a new P.
         with ctx.runs.lock(report):
@@ -73,16 +73,16 @@ def resnapshot(ctx: PipelineContext, report: RunReport, table: str, where: str |
     staging = _staging(ctx, b)
     position = ctx.position(b.position)
     report.start = report.end = position.describe()
-    if b.status == PLANNED:
+    if b.status == BACKFILL_PLANNED:
         ctx.source.snapshot.prepare(position)
         _read(ctx, b, where, schema)
-    if ctx.targets.keep_history or multiset:
+    if ctx.targets.type2.enabled or multiset:
         _mine_past(ctx, table, position)
     progress_step(f"backfill {table}: merge")
     with ctx.runs.lock(report):
         _apply(ctx, b, schema, staging)
         crash_point("backfill_applied")
-        b.record(ctx, APPLIED)
+        b.record(ctx, BACKFILL_APPLIED)
         if where is None:
             _clear_reread(ctx, table, backfill_seq(position.ordinal), report.run_id)
     report.tables = [table]
@@ -94,16 +94,17 @@ def resnapshot(ctx: PipelineContext, report: RunReport, table: str, where: str |
 def _clear_reread(ctx: PipelineContext, table: str, seq: int, run_id: str) -> None:
     """A whole re-read at ``seq`` settles a re-read a schema change before ``seq`` asked for."""
     state = ctx.control.table_states().get(table)
-    if state is not None and "reread_seq" in state.detail and int(state.detail["reread_seq"]) < seq:
-        detail = {k: v for k, v in state.detail.items() if k not in ("reread_at", "reread_seq", "reread_reason")}
-        ctx.control.set_tables([replace(state, detail=detail)], run_id)
+    if state is not None and rereads(state) and int(state.detail["reread_seq"]) < seq:
+        detail = {k: v for k, v in state.detail.items() if k not in REREAD_DETAIL}
+        ctx.control.set_tables([move(table, state, state.status, state.position, state.ordinal, state.window_id,
+                                     detail)], run_id)
 
 
 def _plan(ctx: PipelineContext, table: str, where: str | None) -> Backfill:
     streaming_state(ctx, table, "backfill")
     _, start = read_start(ctx, table, "backfill")
-    b = Backfill(uuid.uuid4().hex[:12], table, PLANNED, {"where": where, "position": start.position.to_dict()})
-    b.record(ctx, PLANNED)
+    b = Backfill(uuid.uuid4().hex[:12], table, None, {"where": where, "position": start.position.to_dict()})
+    b.record(ctx, BACKFILL_PLANNED)
     return b
 
 
@@ -113,12 +114,12 @@ def _staging(ctx: PipelineContext, b: Backfill) -> str:
 
 def _read(ctx: PipelineContext, b: Backfill, where: str | None, schema: TableSchema) -> None:
     ctx.read_source(schema, where).write.mode("overwrite").parquet(_staging(ctx, b))
-    b.record(ctx, READ)
+    b.record(ctx, BACKFILL_READ)
     crash_point("backfill_read")
 
 
 def _mine_past(ctx: PipelineContext, table: str, position: Position) -> None:
-    """With SCD2 history tables, mine up to ``P`` first: a history takes its versions in commit order,
+    """With type-2 tables, mine up to ``P`` first: a type-2 table takes its versions in commit order,
     so every change committed before the re-read must be in it before the re-read's version is."""
     for _ in range(MAX_CATCH_UP_RUNS):
         state = ctx.control.table_states().get(table)
@@ -143,11 +144,11 @@ def _apply(ctx: PipelineContext, b: Backfill, schema: TableSchema, staging: str)
                            "settled", "run 'cdclake mine' once, then the same backfill again (it resumes)")
         applied = event_seq(ctx.control.table_states()[b.table].ordinal + 1, 0)
         later = later.where(f"seq < {applied}")  # the changes the target holds already
-        ctx.targets.replace_multiset(ctx.layout.target(b.table), schema, ctx.spark.read.parquet(staging), seq,
-                                     position.describe(), b.where, later, ctx.app_id("backfill", b.backfill_id))
+        ctx.targets.keyless.replace(ctx.layout.target(b.table), schema, ctx.spark.read.parquet(staging), seq,
+                                   position.describe(), b.where, later, ctx.app_id("backfill", b.backfill_id))
         return
-    ctx.targets.merge_reread(
+    ctx.targets.merge.reread(
         ctx.layout.target(b.table), schema, keys, ctx.spark.read.parquet(staging), seq,
-        position.describe(), b.where, ctx.targets.removed_keys(later, schema, keys),
+        position.describe(), b.where, ctx.targets.changes.removed_keys(later, schema, keys),
         truncated_later=not later.where("op = 't'").limit(1).isEmpty(),
         app_id=ctx.app_id("backfill", b.backfill_id))
