@@ -193,10 +193,10 @@ class _Window:
                 continue
             if schema is not None:
                 schema = engine_schema(schema)
-                added = outcome.added.get(table)
-                if added is not None and added[1] is not None:
-                    schema = schema.with_columns([replace(c, attrs={**c.attrs, FILL: added[1]})
-                                                  if c.name == added[0] else c for c in schema.columns])
+                fills = {c: v for c, v in outcome.added.get(table, {}).items() if v is not None}
+                if fills:
+                    schema = schema.with_columns([replace(c, attrs={**c.attrs, FILL: fills[c.name]})
+                                                  if c.name in fills else c for c in schema.columns])
             changes[table] = schema
         for table in parked:
             followed.pop(table, None)

@@ -110,6 +110,8 @@ def convert(value: Any, old: str, new: str) -> tuple[Any, bool]:
             return None, True
         number = int(str(value).strip())
         return (number if -_INT_RANGE[n] <= number < _INT_RANGE[n] else None), True
+    if o == "datetime" and n == "date":
+        return str(value)[:10], True
     if spark_type(n) == "STRING" and (o in _INT_RANGE or _DECIMAL.fullmatch(o)):
         return str(value), True
     if n_decimal and (o in _INT_RANGE or _DECIMAL.fullmatch(o)):
@@ -157,7 +159,7 @@ class Outcome:
     truncated: list[str] = field(default_factory=list)
     reread: dict[str, str] = field(default_factory=dict)
     unknown: dict[str, str] = field(default_factory=dict)
-    added: dict[str, tuple[str, Any]] = field(default_factory=dict)  # table -> (column, value old rows got)
+    added: dict[str, dict[str, Any]] = field(default_factory=dict)  # table -> {added column: value old rows got}
 
 
 def _split(table: str) -> tuple[str, str]:
@@ -217,6 +219,13 @@ def evolve(action: Mapping[str, Any], schemas: dict[str, TableSchema]) -> Outcom
         if action["table"] in schemas:
             out.changes[action["table"]] = schemas[action["table"]]
             out.reread[action["table"]] = action["why"]
+    elif kind == "alter":
+        table = action["table"]
+        if table not in schemas:
+            return out
+        for change in action["changes"]:
+            schemas[table] = _alter(schemas[table], {**change, "table": table}, out)
+        out.changes[table] = schemas[table]
     else:
         table = action["table"]
         schema = schemas.get(table)
@@ -243,7 +252,7 @@ def _alter(schema: TableSchema, action: Mapping[str, Any], out: Outcome) -> Tabl
         at = action.get("at")
         index = len(columns) if at is None else 0 if at == "first" else names.index(str(at).lower()) + 1
         columns.insert(index, new)
-        out.added[table] = (new.name, action.get("fill"))
+        out.added.setdefault(table, {})[new.name] = action.get("fill")
         if action.get("per_row"):
             out.reread[table] = f"the value rows older than {new.name} got differs per row"
         return schema.with_columns(columns)
@@ -260,7 +269,9 @@ def _alter(schema: TableSchema, action: Mapping[str, Any], out: Outcome) -> Tabl
         return schema.with_columns(columns, key)
     if kind == "rename_column":
         columns[index] = replace(old, name=action["to"])
-        out.column_renames[table] = {old.name: action["to"]}
+        renames = out.column_renames.setdefault(table, {})
+        origin = next((k for k, v in renames.items() if v == old.name), old.name)  # renamed twice: from the first
+        renames[origin] = action["to"]
         key = [action["to"] if k.lower() == old.name.lower() else k for k in schema.primary_key]
         uniques = [replace(u, columns=tuple(action["to"] if c.lower() == old.name.lower() else c for c in u.columns))
                    for u in schema.unique_keys]
@@ -268,7 +279,12 @@ def _alter(schema: TableSchema, action: Mapping[str, Any], out: Outcome) -> Tabl
     if kind == "retype_column":
         new_type = action["type"]
         nullable = old.nullable if action.get("nullable") is None else action["nullable"]
-        columns[index] = replace(old, source_type=new_type, spark_type=spark_type(new_type), nullable=nullable)
+        attrs = {k: v for k, v in old.attrs.items() if k != "default_value"}
+        default = convert(old.attrs.get("default_value"), old.source_type, new_type)[0]  # as the server converts it
+        if default is not None:
+            attrs["default_value"] = default
+        columns[index] = replace(old, source_type=new_type, spark_type=spark_type(new_type), nullable=nullable,
+                                 default=None if default is None else repr(default), attrs=attrs)
         if not action.get("exact", True):
             out.reread[table] = f"{old.name} {old.source_type} -> {new_type} changed values the log does not carry"
         return schema.with_columns(columns)
@@ -517,59 +533,44 @@ class FakeDatabase:
         self._known(table)
         self._ddl(f"TRUNCATE TABLE {table}", {"action": "truncate", "table": table}, [table])
 
+    @contextlib.contextmanager
+    def alter(self, table: str) -> Iterator[Alter]:
+        """One ``ALTER TABLE`` statement of several changes (each method of :class:`Alter`), logged at the end of the
+        block: the source sees them as one schema change."""
+        statement = Alter(self, table)
+        yield statement
+        if statement.actions:
+            self._ddl(f"ALTER TABLE {table} " + ", ".join(statement.clauses),
+                      {"action": "alter", "table": table, "changes": statement.actions}, [table])
+
     def add_column(self, table: str, name: str, type_text: str, nullable: bool = True, default: Any = None, *,
                    fill: Any = None, per_row: Any = None, at: str | None = None, generated: bool = False,
                    toast: bool = False) -> None:
-        """``ADD COLUMN``: rows existing before it get ``fill`` (default: the default), or ``per_row(row)``
-        each (a value the log does not carry: the table's rows are read again); ``at``: ``"first"`` or the
-        column it goes after (default: last)."""
-        schema = self._known(table).schema
-        col = column(name, type_text, nullable, default, generated=generated, toast=toast)
-        value = canonical(type_text, default if fill is None else fill)
-        values = None
-        if per_row is not None:
-            values = {str(rid): canonical(type_text, per_row(dict(row)))
-                      for rid, row in self._tables[table].rows.items()}
-        if schema.has_column(name):
-            raise FakeError(f"{table} has a column {name}")
-        action = {"action": "add_column", "table": table, "column": _column_dict(col), "at": at, "fill": value,
-                  "per_row": values}
-        self._ddl(f"ALTER TABLE {table} ADD COLUMN {name} {type_text}", action, [table])
+        """``ADD COLUMN`` alone (:meth:`Alter.add_column`)."""
+        with self.alter(table) as a:
+            a.add_column(name, type_text, nullable, default, fill=fill, per_row=per_row, at=at, generated=generated,
+                         toast=toast)
 
     def drop_column(self, table: str, name: str) -> None:
-        self._known(table).schema.column(name)
-        self._ddl(f"ALTER TABLE {table} DROP COLUMN {name}",
-                  {"action": "drop_column", "table": table, "column": name}, [table])
+        with self.alter(table) as a:
+            a.drop_column(name)
 
     def rename_column(self, table: str, name: str, to: str) -> None:
-        self._known(table).schema.column(name)
-        self._ddl(f"ALTER TABLE {table} RENAME COLUMN {name} TO {to}",
-                  {"action": "rename_column", "table": table, "column": name, "to": to}, [table])
+        with self.alter(table) as a:
+            a.rename_column(name, to)
 
     def retype_column(self, table: str, name: str, type_text: str, nullable: bool | None = None) -> None:
-        """``MODIFY``: existing values converted (:func:`convert`); when that is not what the lake's cast
-        gives, the change says the table's rows must be read again. ``nullable``: NULL / NOT NULL."""
-        t = self._known(table)
-        old = t.schema.column(name)
-        exact = all(convert(r.get(old.name), old.source_type, type_text)[1] for r in t.rows.values())
-        self._ddl(f"ALTER TABLE {table} MODIFY {name} {type_text}",
-                  {"action": "retype_column", "table": table, "column": name, "type": type_text.strip().lower(),
-                   "exact": exact, "nullable": nullable}, [table])
+        """``MODIFY`` alone (:meth:`Alter.retype_column`)."""
+        with self.alter(table) as a:
+            a.retype_column(name, type_text, nullable)
 
     def move_column(self, table: str, name: str, at: str) -> None:
-        """``MODIFY c ... FIRST`` / ``AFTER d``: the column moves (``at``: ``"first"`` or the column it follows)."""
-        self._known(table).schema.column(name)
-        self._ddl(f"ALTER TABLE {table} MODIFY {name} {at.upper() if at == 'first' else 'AFTER ' + at}",
-                  {"action": "move_column", "table": table, "column": name, "at": at}, [table])
+        with self.alter(table) as a:
+            a.move_column(name, at)
 
     def set_key(self, table: str, key: Sequence[str], unique_keys: Mapping[str, Sequence[str]] | None = None) -> None:
-        """The primary key (``[]``: none) and, if given, the unique keys."""
-        t = self._known(table)
-        for k in key:
-            t.schema.column(k)
-        action = {"action": "set_key", "table": table, "key": list(key),
-                  "unique_keys": None if unique_keys is None else [[k, list(v)] for k, v in unique_keys.items()]}
-        self._ddl(f"ALTER TABLE {table} PRIMARY KEY ({', '.join(key)})", action, [table])
+        with self.alter(table) as a:
+            a.set_key(key, unique_keys)
 
     def purge(self, through: int) -> None:
         """The log up to entry ``through`` is gone (a position that needs it is lost)."""
@@ -610,6 +611,10 @@ def _apply_change(tables: dict[str, _Table], entry: Mapping[str, Any]) -> None:
 
 def _apply_ddl(tables: dict[str, _Table], entry: Mapping[str, Any]) -> None:
     action = entry["action"]
+    if action["action"] == "alter":
+        for change in action["changes"]:
+            _apply_ddl(tables, {**entry, "action": {**change, "table": action["table"]}})
+        return
     schemas = {t: s.schema for t, s in tables.items()}
     out = evolve(action, schemas)
     kind = action["action"]
@@ -628,7 +633,8 @@ def _apply_ddl(tables: dict[str, _Table], entry: Mapping[str, Any]) -> None:
     else:
         table = tables[action["table"]]
         if kind == "add_column":
-            name, fill = out.added[action["table"]]
+            name = action["column"]["name"]
+            fill = out.added[action["table"]][name]
             per_row = action.get("per_row")
             for rid, row in table.rows.items():
                 row[name] = per_row[str(rid)] if per_row else fill
@@ -647,6 +653,74 @@ def _apply_ddl(tables: dict[str, _Table], entry: Mapping[str, Any]) -> None:
     for t, s in schemas.items():
         if t in tables:
             tables[t].schema = s
+
+
+class Alter:
+    """The changes of one ``ALTER TABLE`` statement (:meth:`FakeDatabase.alter`), each checked against the table as
+    the statement's earlier changes left it."""
+
+    def __init__(self, db: FakeDatabase, table: str) -> None:
+        self.table = table
+        self.actions: list[dict[str, Any]] = []
+        self.clauses: list[str] = []
+        known = db._known(table)  # noqa: SLF001 - the database's own
+        self._scratch = {table: _Table(known.schema, {rid: dict(r) for rid, r in known.rows.items()})}
+
+    @property
+    def _now(self) -> _Table:
+        return self._scratch[self.table]
+
+    def _add(self, clause: str, action: dict[str, Any]) -> None:
+        _apply_ddl(self._scratch, {"action": {**action, "table": self.table}})
+        self.actions.append(action)
+        self.clauses.append(clause)
+
+    def add_column(self, name: str, type_text: str, nullable: bool = True, default: Any = None, *, fill: Any = None,
+                   per_row: Any = None, at: str | None = None, generated: bool = False, toast: bool = False) -> None:
+        """``ADD COLUMN``: rows existing before it get ``fill`` (default: the default), or ``per_row(row)`` each (a
+        value the log does not carry: the table's rows are read again); ``at``: ``"first"`` or the column it goes
+        after (default: last); ``generated``: never logged; ``toast``: left out of updates that leave it alone."""
+        if self._now.schema.has_column(name):
+            raise FakeError(f"{self.table} has a column {name}")
+        col = column(name, type_text, nullable, default, generated=generated, toast=toast)
+        values = None
+        if per_row is not None:
+            values = {str(rid): canonical(type_text, per_row(dict(row))) for rid, row in self._now.rows.items()}
+        where = "" if at is None else " FIRST" if at == "first" else f" AFTER {at}"
+        self._add(f"ADD COLUMN {name} {type_text}{where}",
+                  {"action": "add_column", "column": _column_dict(col), "at": at,
+                   "fill": canonical(type_text, default if fill is None else fill), "per_row": values})
+
+    def drop_column(self, name: str) -> None:
+        self._now.schema.column(name)
+        self._add(f"DROP COLUMN {name}", {"action": "drop_column", "column": name})
+
+    def rename_column(self, name: str, to: str) -> None:
+        self._now.schema.column(name)
+        self._add(f"RENAME COLUMN {name} TO {to}", {"action": "rename_column", "column": name, "to": to})
+
+    def retype_column(self, name: str, type_text: str, nullable: bool | None = None) -> None:
+        """``MODIFY``: existing values converted (:func:`convert`); when that is not what the lake's cast gives, the
+        change says the table's rows must be read again. ``nullable``: NULL / NOT NULL."""
+        old = self._now.schema.column(name)
+        exact = all(convert(r.get(old.name), old.source_type, type_text)[1] for r in self._now.rows.values())
+        self._add(f"MODIFY {name} {type_text}", {"action": "retype_column", "column": name,
+                                                  "type": type_text.strip().lower(), "exact": exact,
+                                                  "nullable": nullable})
+
+    def move_column(self, name: str, at: str) -> None:
+        """``MODIFY c ... FIRST`` / ``AFTER d``: the column moves (``at``: ``"first"`` or the column it follows)."""
+        self._now.schema.column(name)
+        self._add(f"MODIFY {name} {'FIRST' if at == 'first' else 'AFTER ' + at}",
+                  {"action": "move_column", "column": name, "at": at})
+
+    def set_key(self, key: Sequence[str], unique_keys: Mapping[str, Sequence[str]] | None = None) -> None:
+        """The primary key (``[]``: none) and, if given, the unique keys."""
+        for k in key:
+            self._now.schema.column(k)
+        self._add(f"PRIMARY KEY ({', '.join(key)})", {
+            "action": "set_key", "key": list(key),
+            "unique_keys": None if unique_keys is None else [[k, list(v)] for k, v in unique_keys.items()]})
 
 
 class Transaction:
@@ -728,6 +802,11 @@ class Transaction:
         for rid in ids:
             self._change(table, "d", rid, dict(t.rows[rid]), None)
         return len(ids)
+
+    def rows(self, table: str) -> list[dict[str, Any]]:
+        """The table's rows as this transaction sees them (its own changes too; the fake has no isolation
+        from other open transactions' changes: a test keeps them apart)."""
+        return [dict(r) for r in self._table(table).rows.values()]
 
     def savepoint(self) -> int:
         """A savepoint: :meth:`rollback_to` it undoes the changes made since."""
