@@ -290,7 +290,7 @@ def _assert_equal(spark, pipeline, table: str, mode: str) -> None:  # type: igno
     a name Delta cannot store lands mapped); in the compatible mode delta-rs reads it as Spark does."""
     result = compare_table(spark, pipeline, table)
     assert result.equal, f"{table}: {result.summary()}"
-    schema = pipeline.source.snapshot_start([table]).schemas[table]
+    schema = pipeline.source.snapshot.start([table]).schemas[table]
     source_columns = pipeline.ctx.columns.lake_schema(schema).column_names
     lake_columns = [f.metadata.get(SOURCE_NAME, f.name)
                     for f in spark.read.format("delta").load(pipeline.layout.target(table)).schema.fields
