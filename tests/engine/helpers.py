@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from cdclake.cli import cli
 from cdclake.config import load_config_text
 from cdclake.engine.pipeline import Pipeline
@@ -14,6 +15,7 @@ from click.testing import CliRunner, Result
 from tests.settings import spark_conf_yaml
 
 SHAPES = ("records", "frame", "committed")
+SALT = "s4lt-for-tests"  # of masked columns
 
 
 def pipeline_yaml(db: FakeDatabase, lake: Path, name: str = "t", shape: str = "records", extra: str = "",
@@ -48,3 +50,19 @@ def run_cli(*args: str | Path, exit_code: int = 0) -> Result:
     result = CliRunner().invoke(cli, [str(a) for a in args])
     assert result.exit_code == exit_code, result.output
     return result
+
+
+def raw_values_in(root: Path, needles: list[str]) -> dict[str, list[str]]:
+    """needle -> files under ``root`` holding it: in the bytes of any file, or in a value of a Parquet
+    file (pages may be compressed, so Parquet files are read too)."""
+    found: dict[str, list[str]] = {n: [] for n in needles}
+    for path in root.rglob("*"):
+        if not path.is_file():
+            continue
+        texts = [path.read_bytes().decode("latin-1")]
+        if path.suffix == ".parquet":
+            texts.append(str(pq.read_table(path).to_pylist()))
+        for needle in needles:
+            if any(needle in t for t in texts):
+                found[needle].append(str(path.relative_to(root)))
+    return found

@@ -29,6 +29,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import SecretStr
+
 from cdclake.errors import PositionLostError, PreflightError
 from cdclake.schema import Column, TableSchema
 from cdclake.spi import (
@@ -78,6 +80,7 @@ class FakeSourceConfig(SourceConfigBase):
     store: str  # the database's log file
     shape: Literal["records", "frame", "committed"] = "records"
     partial_images: bool = False  # updates leave unchanged toast columns out of their images
+    password: SecretStr | None = None  # unused: a secret, as real sources have (tests check none is shown)
 
 
 @dataclass(frozen=True)

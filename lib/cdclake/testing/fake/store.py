@@ -22,6 +22,7 @@ only), which is what a snapshot read at a position gives. Nothing here knows cdc
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import datetime as dt
 import json
@@ -131,10 +132,13 @@ def column(name: str, type_text: str, nullable: bool = True, default: Any = None
     """A fake column: ``generated`` ones are never in the log (the database computes them on read),
     ``toast`` ones are left out of an update's images when the update does not change them."""
     attrs = {k: True for k, on in (("generated", generated), ("toast", toast)) if on}
-    if default is not None:
-        attrs["default_value"] = canonical(type_text, default)
     return Column(name, type_text.strip().lower(), spark_type(type_text), nullable,
                   None if default is None else repr(canonical(type_text, default)), attrs)
+
+
+def default_of(c: Column) -> Any:
+    """The value a column's default gives (its text is the value's Python literal)."""
+    return None if c.default is None else ast.literal_eval(c.default)
 
 
 def _column(spec: Column | Sequence[Any] | Mapping[str, Any]) -> Column:
@@ -279,12 +283,9 @@ def _alter(schema: TableSchema, action: Mapping[str, Any], out: Outcome) -> Tabl
     if kind == "retype_column":
         new_type = action["type"]
         nullable = old.nullable if action.get("nullable") is None else action["nullable"]
-        attrs = {k: v for k, v in old.attrs.items() if k != "default_value"}
-        default = convert(old.attrs.get("default_value"), old.source_type, new_type)[0]  # as the server converts it
-        if default is not None:
-            attrs["default_value"] = default
+        default = convert(default_of(old), old.source_type, new_type)[0]  # as the server converts it
         columns[index] = replace(old, source_type=new_type, spark_type=spark_type(new_type), nullable=nullable,
-                                 default=None if default is None else repr(default), attrs=attrs)
+                                 default=None if default is None else repr(default))
         if not action.get("exact", True):
             out.reread[table] = f"{old.name} {old.source_type} -> {new_type} changed values the log does not carry"
         return schema.with_columns(columns)
@@ -750,7 +751,7 @@ class Transaction:
             raise FakeError(f"{table} has no column(s) {unknown}")
         row = {}
         for c in t.schema.columns:
-            given = next((v for k, v in values.items() if k.lower() == c.name.lower()), c.attrs.get("default_value"))
+            given = next((v for k, v in values.items() if k.lower() == c.name.lower()), default_of(c))
             value = canonical(c.source_type, given)
             if value is None and not c.nullable:
                 raise FakeError(f"{table}.{c.name} cannot be null")

@@ -1,4 +1,5 @@
-"""cdclake report against a real pipeline: one self-contained HTML page from the control tables."""
+"""cdclake report against a real pipeline: one self-contained HTML page from the control tables (moved from
+integration/test_report.py, issue 44)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ from cdclake.cli import cli
 from cdclake.engine.control import DEAD_LETTERS_DDL
 from cdclake.engine.inflight import ABANDONED, TRANSACTIONS_DDL
 from cdclake.engine.lake import LakeLayout
+from cdclake.testing.fake import FakeDatabase
 from click.testing import CliRunner
 from markupsafe import escape
 
-from tests.integration.pipeline_helpers import make_pipeline, pipeline_yaml
+from tests.engine.helpers import make_pipeline, pipeline_yaml
 
+# a secret of the pipeline file (a variable, as a password is): the page shows neither its name nor its value
+SECRET = "  password: ${CDCLAKE_TEST_SECRET}\n"
 QUALITY_DDL = ("run_id STRING, window_id BIGINT, source_table STRING, expectation STRING, column STRING, "
                "success BOOLEAN, unexpected_count BIGINT, element_count BIGINT, observed STRING, severity STRING, "
                "checked_at TIMESTAMP")
@@ -24,18 +28,20 @@ def _append(spark, path: str, ddl: str, rows: list[tuple]) -> None:  # type: ign
 
 
 def test_report_shows_tables_positions_charts_quality_dead_letters_and_abandoned(  # type: ignore[no-untyped-def]
-        spark, mariadb, fresh_database, tmp_path, monkeypatch) -> None:
-    db = fresh_database
-    mariadb.execute(f"CREATE TABLE {db}.orders (id INT PRIMARY KEY, amount INT)")
-    mariadb.execute(f"CREATE TABLE {db}.customers (id INT PRIMARY KEY, name VARCHAR(20))")
-    mariadb.execute(f"INSERT INTO {db}.orders SELECT seq, seq FROM {db}.seq_1_to_120")
-    mariadb.execute(f"INSERT INTO {db}.customers SELECT seq, CONCAT('c', seq) FROM {db}.seq_1_to_7")
-    pipeline = make_pipeline(spark, mariadb, db, tmp_path / "lake", name="rpt")
+        spark, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("CDCLAKE_TEST_SECRET", "s3cret-of-the-report")
+    src = FakeDatabase(tmp_path / "db.log")
+    db = "shop"
+    src.create_table(f"{db}.orders", [("id", "int", False), ("amount", "int")], key=["id"])
+    src.create_table(f"{db}.customers", [("id", "int", False), ("name", "text")], key=["id"])
+    src.insert(f"{db}.orders", *({"id": i, "amount": i} for i in range(1, 121)))
+    src.insert(f"{db}.customers", *({"id": i, "name": f"c{i}"} for i in range(1, 8)))
+    pipeline = make_pipeline(spark, src, tmp_path / "lake", name="rpt", source_extra=SECRET)
     pipeline.snapshot()
-    mariadb.execute(f"UPDATE {db}.orders SET amount = amount + 1 WHERE id <= 30")
-    mariadb.execute(f"INSERT INTO {db}.orders SELECT seq, 0 FROM {db}.seq_121_to_130")
+    src.update(f"{db}.orders", lambda r: r["id"] <= 30, {"amount": lambda r: r["amount"] + 1})
+    src.insert(f"{db}.orders", *({"id": i, "amount": 0} for i in range(121, 131)))
     pipeline.mine()
-    mariadb.execute(f"DELETE FROM {db}.customers WHERE id = 7")  # one table per window: fewer MERGEs
+    src.delete(f"{db}.customers", {"id": 7})  # one table per window: fewer MERGEs
     pipeline.mine()
 
     layout = pipeline.layout
@@ -45,7 +51,7 @@ def test_report_shows_tables_positions_charts_quality_dead_letters_and_abandoned
     monkeypatch.setattr(LakeLayout, "reconcile", property(lambda self: f"{self.control}/reconcile"), raising=False)
     now = datetime(2030, 1, 2, 3, 4, 5)
     _append(spark, layout.dead_letters, DEAD_LETTERS_DDL,
-            [(2, f"{db}.orders", None, "bin.000009:77", "u", "value <does not> decode", "{}", "{}", now)])
+            [(2, f"{db}.orders", None, "fake:77", "u", "value <does not> decode", "{}", "{}", now)])
     _append(spark, layout.transactions, TRANSACTIONS_DDL,
             [("0a0b.1c", ABANDONED, 2, None, None, None, 1, None, "scn 4711", now, 3, [f"{db}.orders"], now)])
     _append(spark, layout.quality, QUALITY_DDL, [
@@ -58,7 +64,7 @@ def test_report_shows_tables_positions_charts_quality_dead_letters_and_abandoned
 
     # The command line, as an operator runs it (the same session, so the layout patch above holds).
     config = tmp_path / "rpt.yaml"
-    config.write_text(pipeline_yaml(mariadb, db, tmp_path / "lake", name="rpt"))
+    config.write_text(pipeline_yaml(src, tmp_path / "lake", name="rpt", source_extra=SECRET))
     out = tmp_path / "out" / "report.html"
     result = CliRunner().invoke(cli, ["report", "--config", str(config), "--out", str(out), "--runs", "10"])
     assert result.exit_code == 0, result.output
@@ -75,5 +81,5 @@ def test_report_shows_tables_positions_charts_quality_dead_letters_and_abandoned
     assert "Abandoned transactions" in page and "0a0b.1c" in page and "scn 4711" in page
     assert "1 passed, 1 failed" in page and "expect_column_values_to_be_between" in page  # the latest check only
     assert "no reconcile results recorded" in page
-    assert "CDCLAKE_TEST_PASSWORD" not in page and mariadb.cdc_password not in page
+    assert "CDCLAKE_TEST_SECRET" not in page and "s3cret-of-the-report" not in page
 

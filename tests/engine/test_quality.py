@@ -1,6 +1,6 @@
-"""Data-quality gates (Great Expectations) on a real throwaway MariaDB and Spark: results land in
-``_cdclake/quality``; ``warn`` records and goes on; ``fail`` stops before the window's checkpoint until the
-operator decides; a key duplicated in the lake is found by joining the changed keys back to the target."""
+"""Data-quality gates (Great Expectations): results land in ``_cdclake/quality``; ``warn`` records and goes on;
+``fail`` stops before the window's checkpoint until the operator decides; a key duplicated in the lake is found by
+joining the changed keys back to the target (moved from integration/test_quality.py, issue 44)."""
 
 from __future__ import annotations
 
@@ -8,33 +8,37 @@ import pytest
 from cdclake.cli import cli
 from cdclake.engine.control import WINDOW_APPLIED, WINDOW_PLANNED
 from cdclake.engine.quality import QualityGateError
+from cdclake.testing.fake import FakeDatabase
 from click.testing import CliRunner
 
-from tests.integration.pipeline_helpers import make_pipeline, pipeline_yaml
+from tests.engine.helpers import make_pipeline, pipeline_yaml
 
 BETWEEN = "expect_column_values_to_be_between"
 UNIQUE = "expect_column_values_to_be_unique"
 
 
-def _extra(db: str, quality: str, lake: str) -> str:
-    return (f"{lake}quality:\n  enabled: true\n{quality}tables:\n  {db}.acct:\n    expectations:\n"
+def _extra(quality: str, lake: str) -> str:
+    return (f"{lake}quality:\n  enabled: true\n{quality}tables:\n  shop.acct:\n    expectations:\n"
             f"      - {{type: {BETWEEN}, kwargs: {{column: balance, min_value: 0}}}}\n")
 
 
-def _pipeline(spark, mariadb, db: str, tmp_path, quality: str, lake: str = ""):  # type: ignore[no-untyped-def]
-    return make_pipeline(spark, mariadb, db, tmp_path / "lake", name="qa", extra=_extra(db, quality, lake))
+def _pipeline(spark, db: FakeDatabase, tmp_path, quality: str, lake: str = ""):  # type: ignore[no-untyped-def]
+    return make_pipeline(spark, db, tmp_path / "lake", name="qa", extra=_extra(quality, lake))
 
 
-def _config(mariadb, db: str, tmp_path, quality: str, lake: str = ""):  # type: ignore[no-untyped-def]
+def _config(db: FakeDatabase, tmp_path, quality: str, lake: str = ""):  # type: ignore[no-untyped-def]
     """The same pipeline as a file, for the command line."""
     path = tmp_path / f"qa-{len(quality)}.yaml"
-    path.write_text(pipeline_yaml(mariadb, db, tmp_path / "lake", name="qa", extra=_extra(db, quality, lake)))
+    path.write_text(pipeline_yaml(db, tmp_path / "lake", name="qa", extra=_extra(quality, lake)))
     return str(path)
 
 
-def _create(mariadb, db: str) -> None:  # type: ignore[no-untyped-def]
-    mariadb.execute(f"CREATE TABLE {db}.acct (id INT PRIMARY KEY, owner VARCHAR(20) NOT NULL, balance DECIMAL(10,2))")
-    mariadb.execute(f"INSERT INTO {db}.acct SELECT seq, CONCAT('o', seq), seq FROM {db}.seq_1_to_50")
+def _create(tmp_path) -> FakeDatabase:  # type: ignore[no-untyped-def]
+    db = FakeDatabase(tmp_path / "db.log")
+    db.create_table("shop.acct", [("id", "int", False), ("owner", "text", False), ("balance", "decimal(10,2)")],
+                    key=["id"])
+    db.insert("shop.acct", *({"id": i, "owner": f"o{i}", "balance": i} for i in range(1, 51)))
+    return db
 
 
 def _results(spark, pipeline, where: str) -> dict[tuple[str, str | None], tuple]:  # type: ignore[no-untyped-def]
@@ -44,11 +48,10 @@ def _results(spark, pipeline, where: str) -> dict[tuple[str, str | None], tuple]
 
 
 def test_gates_record_results_warn_goes_on_and_fail_stops_before_the_checkpoint_until_accepted(
-        spark, mariadb, fresh_database, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    db = fresh_database
-    _create(mariadb, db)
+        spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    db = _create(tmp_path)
     soft = "  delete_mode: soft\n"
-    pipeline = _pipeline(spark, mariadb, db, tmp_path, "  on_failure: fail\n", lake=soft)
+    pipeline = _pipeline(spark, db, tmp_path, "  on_failure: fail\n", lake=soft)
     pipeline.snapshot()
     snapshot = _results(spark, pipeline, "window_id IS NULL")
     assert set(snapshot) == {
@@ -59,8 +62,8 @@ def test_gates_record_results_warn_goes_on_and_fail_stops_before_the_checkpoint_
     assert all(r[0] for r in snapshot.values()) and snapshot[(UNIQUE, "id")][2] == 50  # the whole table
 
     # A clean window passes.
-    mariadb.execute(f"UPDATE {db}.acct SET balance = balance + 1 WHERE id <= 4")
-    mariadb.execute(f"DELETE FROM {db}.acct WHERE id = 3")  # a tombstone: not a changed live row
+    db.update("shop.acct", lambda r: r["id"] <= 4, {"balance": lambda r: float(r["balance"]) + 1})
+    db.delete("shop.acct", {"id": 3})  # a tombstone: not a changed live row
     first = pipeline.mine()
     window1 = _results(spark, pipeline, f"window_id = {first.window_id}")
     assert all(r[0] for r in window1.values()) and len(window1) == 7
@@ -69,18 +72,18 @@ def test_gates_record_results_warn_goes_on_and_fail_stops_before_the_checkpoint_
 
     # A broken lake: a second row for key 5 that the next change does not touch (its __seq is higher), so
     # only joining the changed keys back to the whole table finds it. And bad source data: balance < 0.
-    path = pipeline.layout.target(f"{db}.acct")
+    path = pipeline.layout.target("shop.acct")
     spark.sql(f"INSERT INTO delta.`{path}` (id, owner, balance, `__op`, `__seq`, `__position`, `__deleted`) "
               f"VALUES (5, 'ghost', 1, 'c', {10**37}, 'x', false)")
-    mariadb.execute(f"UPDATE {db}.acct SET balance = balance + 1 WHERE id IN (5, 6)")
-    mariadb.execute(f"UPDATE {db}.acct SET balance = -3 WHERE id = 9")
+    db.update("shop.acct", lambda r: r["id"] in (5, 6), {"balance": lambda r: float(r["balance"]) + 1})
+    db.update("shop.acct", {"id": 9}, {"balance": -3})
     with pytest.raises(QualityGateError) as caught:
         pipeline.mine()
     problem = caught.value.problem
-    assert f"{db}.acct: {BETWEEN} on column balance (tables.{db}.acct.expectations[0]): 1 of 3 rows unexpected, " \
+    assert f"shop.acct: {BETWEEN} on column balance (tables.shop.acct.expectations[0]): 1 of 3 rows unexpected, " \
            "e.g. -3.00" in problem
-    assert f"{db}.acct: {UNIQUE} on column id (generated): 2 of 4 rows unexpected, e.g. 5" in problem
-    assert "not checkpointed" in problem and f"tables.{db}.acct.expectations[0].on_failure: warn" in caught.value.fix
+    assert f"shop.acct: {UNIQUE} on column id (generated): 2 of 4 rows unexpected, e.g. 5" in problem
+    assert "not checkpointed" in problem and "tables.shop.acct.expectations[0].on_failure: warn" in caught.value.fix
     assert pipeline.control.last_window().status == WINDOW_PLANNED  # merged, not checkpointed
     failed = f"NOT success AND window_id = {first.window_id + 1}"
     severity, observed = _results(spark, pipeline, failed)[(BETWEEN, "balance")][3:]
@@ -94,25 +97,24 @@ def test_gates_record_results_warn_goes_on_and_fail_stops_before_the_checkpoint_
 
     # status: stopped on the gate, why, and the fix, as runnable commands.
     stopped_at = first.window_id + 1
-    config = _config(mariadb, db, tmp_path, "  on_failure: fail\n", lake=soft)
+    config = _config(db, tmp_path, "  on_failure: fail\n", lake=soft)
     status = CliRunner().invoke(cli, ["status", "--config", config])
     assert status.exit_code == 0, status.output
     assert f"pipeline STOPPED: a data-quality gate failed at window {stopped_at} (since 20" in status.output
-    assert f"  data-quality gate failed in window {stopped_at}: {db}.acct: {BETWEEN} on column balance" in status.output
-    assert "  fix: " in status.output and f"tables.{db}.acct.expectations[0].on_failure: warn" in status.output
+    assert f"  data-quality gate failed in window {stopped_at}: shop.acct: {BETWEEN} on column balance" in status.output
+    assert "  fix: " in status.output and "tables.shop.acct.expectations[0].on_failure: warn" in status.output
     assert f"cdclake backfill --config {config} --table" in status.output
     assert "last run: mine failed 20" in status.output and f"(window {stopped_at}, run " in status.output
 
     # The operator accepts the data (warn): the same window completes, its failures recorded as warnings,
     # and the run goes on to what the source committed since.
-    mariadb.execute(f"UPDATE {db}.acct SET balance = 77 WHERE id = 20")
-    accepted = _pipeline(spark, mariadb, db, tmp_path, "  on_failure: warn\n", lake=soft)
-    mined = CliRunner().invoke(cli, ["mine", "--config", _config(mariadb, db, tmp_path, "  on_failure: warn\n",
-                                                                 lake=soft)])
+    db.update("shop.acct", {"id": 20}, {"balance": 77})
+    accepted = _pipeline(spark, db, tmp_path, "  on_failure: warn\n", lake=soft)
+    mined = CliRunner().invoke(cli, ["mine", "--config", _config(db, tmp_path, "  on_failure: warn\n", lake=soft)])
     assert mined.exit_code == 0, mined.output
     assert mined.output.startswith(f"windows {stopped_at}-{stopped_at + 1}: ")
     assert f"  window {stopped_at} was planned by an earlier run that stopped before its checkpoint" in mined.output
-    assert "then mined on to the log end" in mined.output and f"  {db}.acct: 4 changes" in mined.output
+    assert "then mined on to the log end" in mined.output and "  shop.acct: 4 changes" in mined.output
     assert accepted.control.last_window().window_id == stopped_at + 1
     assert accepted.control.last_window().status == WINDOW_APPLIED
     assert spark.read.format("delta").load(path).where("id = 20").first().balance == 77
@@ -123,23 +125,22 @@ def test_gates_record_results_warn_goes_on_and_fail_stops_before_the_checkpoint_
     assert all(r[0] for k, r in last.items() if k not in ((BETWEEN, "balance"), (UNIQUE, "id")))
 
 
-def test_a_backfill_is_checked_on_the_rows_it_rewrote(spark, mariadb, fresh_database, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    db = fresh_database
-    _create(mariadb, db)
-    pipeline = _pipeline(spark, mariadb, db, tmp_path, "  on_failure: fail\n")
+def test_a_backfill_is_checked_on_the_rows_it_rewrote(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    db = _create(tmp_path)
+    pipeline = _pipeline(spark, db, tmp_path, "  on_failure: fail\n")
     pipeline.snapshot()
-    mariadb.execute(f"UPDATE {db}.acct SET balance = -5 WHERE id = 15")
+    db.update("shop.acct", {"id": 15}, {"balance": -5})
 
     with pytest.raises(QualityGateError) as caught:
-        pipeline.backfill(f"{db}.acct", "id BETWEEN 10 AND 20")
+        pipeline.backfill("shop.acct", "id BETWEEN 10 AND 20")
 
-    assert f"after the backfill of {db}.acct" in caught.value.problem and "backfill is applied" in caught.value.problem
-    assert f"{BETWEEN} on column balance (tables.{db}.acct.expectations[0]): 1 of 11 rows unexpected" \
+    assert "after the backfill of shop.acct" in caught.value.problem and "backfill is applied" in caught.value.problem
+    assert f"{BETWEEN} on column balance (tables.shop.acct.expectations[0]): 1 of 11 rows unexpected" \
            in caught.value.problem
     runs = spark.read.format("delta").load(pipeline.layout.runs).where("command = 'backfill'").collect()
     assert [r.status for r in runs] == ["failed"]
     checked = _results(spark, pipeline, f"run_id = '{runs[0].run_id}'")
     assert checked[(BETWEEN, "balance")][:3] == (False, 1, 11)
     assert checked[(UNIQUE, "id")][:3] == (True, 0, 50)  # keys: across the whole table
-    lake = spark.read.format("delta").load(pipeline.layout.target(f"{db}.acct")).where("id = 15").first()
+    lake = spark.read.format("delta").load(pipeline.layout.target("shop.acct")).where("id = 15").first()
     assert str(lake.balance) == "-5.00"  # applied: the gate reports, it does not undo

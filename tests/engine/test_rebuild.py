@@ -1,6 +1,7 @@
 """cdclake backfill --mode rebuild / remine: a target rebuilt from the bronze change log (from its
 snapshot or from a window, resumed after a kill, with mining in between, with an SCD2 history table
-started for a running pipeline), and windows bronze retention deleted re-mined from the binlog."""
+started for a running pipeline), and windows bronze retention deleted re-mined from the source's log (moved from
+integration/test_rebuild.py, issue 44)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from cdclake.cli import cli
 from cdclake.engine.faults import SimulatedKill
 from cdclake.engine.repair.rebuild import base_version
 from cdclake.errors import ERROR_TAG, CdcError, UsageError
+from cdclake.testing.fake import FakeDatabase
 from click.testing import CliRunner
 
-from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline, pipeline_yaml
+from tests.engine.helpers import assert_lake_equals_source, make_pipeline, pipeline_yaml
 
 BRONZE_COLUMNS = ("window_id", "source_table", "op", "seq", "position", "before", "after")
 
@@ -24,21 +26,21 @@ def _bronze(spark, pipeline, windows: str):  # type: ignore[no-untyped-def]
 
 
 def test_rebuild_from_snapshot_and_from_a_window_resumes_and_remine_restores_bronze(
-        spark, mariadb, fresh_database, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    db = fresh_database
-    t = f"{db}.acct"
-    mariadb.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, owner VARCHAR(20), balance DECIMAL(10,2))")
-    mariadb.execute(f"INSERT INTO {t} SELECT seq, CONCAT('o', seq), seq FROM {db}.seq_1_to_200")
-    pipeline = make_pipeline(spark, mariadb, db, tmp_path / "lake", name="rb")
+        spark, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    t = "shop.acct"
+    db = FakeDatabase(tmp_path / "db.log")
+    db.create_table(t, [("id", "int", False), ("owner", "text"), ("balance", "decimal(10,2)")], key=["id"])
+    db.insert(t, *({"id": i, "owner": f"o{i}", "balance": i} for i in range(1, 201)))
+    pipeline = make_pipeline(spark, db, tmp_path / "lake", name="rb")
     pipeline.snapshot()
-    mariadb.execute(f"UPDATE {t} SET balance = balance + 1 WHERE id % 10 = 0")  # window 1
+    db.update(t, lambda r: r["id"] % 10 == 0, {"balance": lambda r: float(r["balance"]) + 1})  # window 1
     pipeline.mine()
-    mariadb.execute(f"ALTER TABLE {t} ADD COLUMN note VARCHAR(10) DEFAULT 'n'")  # window 2: DDL, then rows
-    mariadb.execute(f"INSERT INTO {t} (id, owner, balance, note) VALUES (201, 'new', 1, 'x')")
-    mariadb.execute(f"DELETE FROM {t} WHERE id BETWEEN 31 AND 35")
+    db.add_column(t, "note", "text", default="n")  # window 2: DDL, then rows
+    db.insert(t, {"id": 201, "owner": "new", "balance": 1, "note": "x"})
+    db.delete(t, lambda r: 31 <= r["id"] <= 35)
     pipeline.mine()
-    mariadb.execute(f"UPDATE {t} SET owner = 'w3' WHERE id IN (10, 40)")  # window 3
-    mariadb.execute(f"INSERT INTO {t} (id, owner, balance) VALUES (33, 'back', 3)")
+    db.update(t, lambda r: r["id"] in (10, 40), {"owner": "w3"})  # window 3
+    db.insert(t, {"id": 33, "owner": "back", "balance": 3})
     pipeline.mine()
     path = pipeline.layout.target(t)
 
@@ -49,7 +51,7 @@ def test_rebuild_from_snapshot_and_from_a_window_resumes_and_remine_restores_bro
               "VALUES (34, 'ghost', 1, 'n', 'c', 1, 'x')")
     report = pipeline.backfill(t, mode="rebuild")
     assert report.window_id == 3 and report.rows_by_table == {t: 197}
-    assert_lake_equals_source(spark, mariadb, pipeline, [t])
+    assert_lake_equals_source(spark, pipeline, [t])
     # One MERGE of the differences: readers of the change feed see the five repaired rows only.
     last = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").orderBy("version", ascending=False).first()
     changes = spark.read.format("delta").option("readChangeFeed", "true").option(
@@ -59,7 +61,7 @@ def test_rebuild_from_snapshot_and_from_a_window_resumes_and_remine_restores_bro
 
     # From window 4 (a rebuild covers windows up to 3 now), killed after its base is written; mining
     # goes on; the same command resumes and replays the window mined meanwhile too.
-    mariadb.execute(f"UPDATE {t} SET owner = 'w4' WHERE id IN (40, 41)")  # window 4
+    db.update(t, lambda r: r["id"] in (40, 41), {"owner": "w4"})  # window 4
     pipeline.mine()
     spark.sql(f"UPDATE delta.`{path}` SET owner = 'wrong' WHERE id = 40")
     with pytest.raises(CdcError, match="rebuilt through window 3"):
@@ -69,20 +71,20 @@ def test_rebuild_from_snapshot_and_from_a_window_resumes_and_remine_restores_bro
     with pytest.raises(SimulatedKill):
         pipeline.backfill(t, mode="rebuild", from_window=4)
     monkeypatch.delenv("CDCLAKE_CRASH_AT")
-    mariadb.execute(f"UPDATE {t} SET balance = 77 WHERE id = 41")  # window 5, mined meanwhile
+    db.update(t, {"id": 41}, {"balance": 77})  # window 5, mined meanwhile
     pipeline.mine()
     config = tmp_path / "rb.yaml"
-    config.write_text(pipeline_yaml(mariadb, db, tmp_path / "lake", name="rb"))
+    config.write_text(pipeline_yaml(db, tmp_path / "lake", name="rb"))
     resumed = CliRunner().invoke(cli, ["backfill", "--config", str(config), "--table", t, "--mode", "rebuild",
                                        "--from-window", "4"])
     assert resumed.exit_code == 0, resumed.output
     assert resumed.output.startswith(f"rebuild {t}: from ") and " through window 5, " in resumed.output
-    assert_lake_equals_source(spark, mariadb, pipeline, [t])
+    assert_lake_equals_source(spark, pipeline, [t])
     rebuilds = [b for b in pipeline.control.backfills(t) if b[2].get("mode") == "rebuild"]
     assert len(rebuilds) == 2 and {status for _, status, _ in rebuilds} == {"applied"}
 
     # Bronze retention took windows 1-2: the rebuild names them, with the command that brings them back (as
-    # printed, an operator's fix: permanent); re-mined from the binlog, they are back.
+    # printed, an operator's fix: permanent); re-mined from the source's log, they are back.
     before = _bronze(spark, pipeline, "1, 2")
     spark.sql(f"DELETE FROM delta.`{pipeline.layout.bronze}` WHERE window_id <= 2")
     failed = CliRunner().invoke(cli, ["backfill", "--config", str(config), "--table", t, "--mode", "rebuild"])
@@ -101,11 +103,11 @@ def test_rebuild_from_snapshot_and_from_a_window_resumes_and_remine_restores_bro
                             "not deleted them): left as they are; nothing to re-mine\n")
 
     # An SCD2 history table started for the running pipeline: every version since the snapshot.
-    history = make_pipeline(spark, mariadb, db, tmp_path / "lake", name="rb", extra="  history_tables: true\n")
+    history = make_pipeline(spark, db, tmp_path / "lake", name="rb", extra="  history_tables: true\n")
     history.backfill(t, mode="rebuild")
-    mariadb.execute(f"UPDATE {t} SET balance = 99 WHERE id = 40")  # window 6
+    db.update(t, {"id": 40}, {"balance": 99})  # window 6
     history.mine()
-    assert_lake_equals_source(spark, mariadb, history, [t])
+    assert_lake_equals_source(spark, history, [t])
     versions = spark.read.format("delta").load(pipeline.layout.type2(t))
     by_key = {k: [(r.owner, r["__deleted"], r["__valid_to_seq"] is None) for r in
                   versions.where(f"id = {k}").orderBy("__seq").collect()] for k in (40, 33, 7)}
