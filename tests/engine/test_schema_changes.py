@@ -314,16 +314,17 @@ def test_change_is_applied_exactly(spark, mined, mode: str, group: str) -> None:
         assert any(e.column_renames.get("a") == "a2" for e in history)
 
 
-def test_compatible_control_tables_open_in_delta_rs(spark, mined) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("mode", ["compatible"])  # (the mode in the id keeps it beside its workload: TOGETHER)
+def test_control_tables_open_in_delta_rs(spark, mined, mode: str) -> None:  # type: ignore[no-untyped-def]
     """The control tables and bronze of the compatible lake, after its kinds of change (every kind of change:
     test_delta_readers.py), read in delta-rs as in Spark."""
-    out = mined("compatible")
+    out = mined(mode)
     for path in delta_tables(Path(out.pipeline.layout.control)):
         assert_delta_rs_reads_as_spark(spark, path)
 
 
-def test_unappliable_change_parks_only_its_table(spark, mined) -> None:  # type: ignore[no-untyped-def]
-    mode = "spark"
+@pytest.mark.parametrize("mode", ["spark"])
+def test_unappliable_change_parks_only_its_table(spark, mined, mode: str) -> None:  # type: ignore[no-untyped-def]
     out = mined(mode)
     table, renamed = out.tables["parked"], out.extra["parked"][0]
     assert out.parked_error is not None and table in out.parked_error and "backfill" in out.parked_error

@@ -25,7 +25,6 @@ def test_every_shape_lands_the_source_exactly(spark, tmp_path, shape: str) -> No
     held.update("shop.acct", {"id": 1}, {"owner": "held"})
     pipeline = make_pipeline(spark, db, tmp_path / "lake", f"shapes_{shape}", shape)
     pipeline.snapshot()
-    assert_lake_equals_source(spark, pipeline, TABLES)
 
     with db.transaction() as tx:
         tx.update("shop.acct", {"id": 2}, {"id": 20})  # a key change

@@ -1,13 +1,10 @@
-"""Reads without Spark (delta-rs, cdclake.engine.lakeview) answer as Spark's do; a mining run with nothing to do
-writes nothing, and the command line's idle ``mine`` and ``status`` start no JVM."""
+"""Reads without Spark (delta-rs, cdclake.engine.lakeview) answer as Spark's do. (A mining run with nothing to do
+writes nothing, and the command line's idle ``mine`` and ``status`` start no JVM: tests/engine/test_lake_view.py.)"""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -18,9 +15,6 @@ from cdclake.engine.lakeview import LakeView, NotReadable
 from cdclake.engine.runs import RunLog
 from cdclake.engine.states import STREAMING, TableState
 from cdclake.schema import TableSchema
-
-from tests.doc_commands import record
-from tests.integration.pipeline_helpers import assert_lake_equals_source, make_pipeline, pipeline_yaml
 
 CLI = str(Path(sys.executable).with_name("cdclake"))
 
@@ -90,46 +84,3 @@ def test_the_view_counts_rows_as_spark_does_and_refuses_what_it_cannot_read(spar
         with pytest.raises(NotReadable):
             view.rows(unreadable)
     assert LakeView.for_root("s3a://bucket/lake") is None
-
-
-def test_an_idle_mine_writes_nothing_and_the_command_line_starts_no_spark(spark, mariadb, fresh_database,  # type: ignore[no-untyped-def]
-                                                                          tmp_path) -> None:
-    db = fresh_database
-    mariadb.execute(f"CREATE TABLE `{db}`.items (id INT PRIMARY KEY, qty INT)")
-    mariadb.execute(f"INSERT INTO `{db}`.items VALUES (1, 1), (2, 2)")
-    pipeline = make_pipeline(spark, mariadb, db, tmp_path / "lake", name="idle")
-    pipeline.snapshot()
-    mariadb.execute(f"UPDATE `{db}`.items SET qty = 5 WHERE id = 1")
-    first = pipeline.mine()
-    assert first.events == 1 and not first.idle
-    layout = pipeline.layout
-    tables = (layout.checkpoints, layout.runs, layout.bronze, layout.schema_history, layout.target(f"{db}.items"))
-    versions = {t: table_version(spark, t) for t in tables}
-
-    idle = pipeline.mine()
-    assert idle.idle and idle.events == 0 and idle.window_id == first.window_id and idle.end == first.end
-    assert {t: table_version(spark, t) for t in tables} == versions, "an idle run wrote to the lake"
-
-    config = tmp_path / "idle.yaml"
-    config.write_text(pipeline_yaml(mariadb, db, tmp_path / "lake", name="idle"))
-    env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-java"), "PATH": "/usr/bin:/bin"}  # a JVM cannot start
-    record(["cdclake", "mine", "--config", str(config), "--snapshot-missing"])
-    done = subprocess.run([CLI, "mine", "--config", str(config), "--snapshot-missing"], env=env,
-                          capture_output=True, text=True)
-    assert done.returncode == 0 and f"nothing new: every table stands at the log end {first.end}" in done.stdout, \
-        done.stdout + done.stderr
-    record(["cdclake", "status", "--config", str(config), "--json"])
-    done = subprocess.run([CLI, "status", "--config", str(config), "--json"], env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    status = json.loads(done.stdout)
-    (entry,) = status["tables"]
-    assert (entry["rows"], entry["lag_s"], entry["position"]) == (2, 0.0, first.end)
-    assert entry["last_run"]["run_id"] == pipeline.control.last_runs(1)[0].run_id
-    assert {t: table_version(spark, t) for t in tables} == versions
-
-    mariadb.execute(f"INSERT INTO `{db}`.items VALUES (3, 3)")  # something to do again: a window, as before
-    again = pipeline.mine()
-    assert not again.idle and again.window_id == first.window_id + 1 and again.events == 1
-    assert_lake_equals_source(spark, mariadb, pipeline, [f"{db}.items"])
-    assert pipeline.control.table_states()[f"{db}.items"].ordinal == Decimal(
-        pipeline.source.log.current_position().ordinal)

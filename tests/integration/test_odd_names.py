@@ -39,7 +39,7 @@ def _extra(db: str, mode: str) -> str:
             "      - {type: expect_column_values_to_be_between, kwargs: {column: 'a,b', min_value: 0}}\n")
 
 
-@pytest.mark.parametrize("mode", ["compatible"])  # spark mode keeps names as they are: test_schema_changes, "add"
+@pytest.mark.parametrize("mode", ["compatible"])  # spark mode keeps names as they are: engine/test_schema_changes.py
 def test_every_name_lands(spark, mariadb, fresh_database, tmp_path, mode: str) -> None:  # type: ignore[no-untyped-def]
     db = fresh_database
     odd_cols = ", ".join(f"{q(c)} {'VARCHAR(20)' if c in ('my col', 'k=v') else 'INT'}" for c in ODD)

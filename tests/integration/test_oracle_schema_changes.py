@@ -23,7 +23,7 @@ def _dml(db: SimulatedOracle, table: str, new: int, upd: int, gone: int) -> None
 
 def test_every_kind_of_change_is_applied_and_an_unappliable_one_parks_its_table(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """In the default table mode; the spark mode's ways of changing a target (column mapping) are the
-    engine's, the same for every source, and test_schema_changes runs them."""
+    engine's, the same for every source, and tests/engine/test_schema_changes.py runs them."""
     db = SimulatedOracle(seed=91)
     base = [("ID", "NUMBER(10)"), ("K", "NUMBER(10)"), ("A", "NUMBER(9)"), ("S", "VARCHAR2(20 CHAR)"),
             ("D", "NUMBER(12,2)")]

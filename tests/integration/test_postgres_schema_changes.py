@@ -1,5 +1,5 @@
 """PostgreSQL's schema changes of issue 43, mined in the compatible table mode (``lake.table_features``; the
-spark mode's ways of changing a target are the same for every source: test_schema_changes.py): partitioned tables
+spark mode's ways of changing a target are the same for every source: engine/test_schema_changes.py): partitioned tables
 (captured once, through their root; partitions created, attached and detached), a table renamed, a column renamed,
 columns retyped (widened, and reinterpreted with ``USING``). One throwaway cluster and one workload for the module;
 each mode has its pipeline (its own slot and publication) reading the same WAL. Every statement runs amid DML in
@@ -26,7 +26,7 @@ from tests.integration.postgres_helpers import postgres_pipeline, postgres_yaml
 
 pytestmark = pytest.mark.integration
 
-MODES = ("compatible",)  # the spark mode's ways of changing a target are the engine's: test_schema_changes.py
+MODES = ("compatible",)  # the spark mode's ways of changing a target are the engine's: engine/test_schema_changes.py
 SETUP = [
     # 146 rows in parted_low, 154 in parted_high: the report's table
     "CREATE TABLE parted (id int PRIMARY KEY, k int NOT NULL, v text) PARTITION BY RANGE (id)",

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import SecretStr
 
-from cdclake.errors import PositionLostError, PreflightError
+from cdclake.errors import PositionLostError, PreflightError, command
 from cdclake.schema import Column, TableSchema
 from cdclake.spi import (
     FILL,
@@ -353,8 +353,8 @@ class _FakeLog(LogReader):
         purged = max((e["through"] for e in self.db.entries if e["op"] == "purge"), default=0)
         if start.read_from_ordinal < purged:
             raise PositionLostError(
-                f"the fake database's log before entry {purged + 1} is purged, and the position {start.describe()} "
-                "needs it", "re-snapshot: cdclake snapshot --force")
+                f"the position {start.describe()} is no longer in the log: entries up to {purged} were purged",
+                f"re-snapshot the pipeline's tables: {command('snapshot', '--force')}")
 
     def pending_changes(self, positions: Mapping[str, Position], carried: Mapping[str, frozenset[str]] | None = None,
                         max_events: int = PENDING_SCAN_EVENTS) -> PendingChanges:
