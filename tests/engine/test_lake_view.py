@@ -58,4 +58,4 @@ def test_an_idle_mine_writes_nothing_and_the_command_line_starts_no_spark(spark,
     assert not again.idle and again.window_id == first.window_id + 1 and again.events == 1
     assert_lake_equals_source(spark, pipeline, [f"{db}.items"])
     assert pipeline.control.table_states()[f"{db}.items"].ordinal == Decimal(
-        pipeline.source.current_position().ordinal)
+        pipeline.source.log.current_position().ordinal)
