@@ -119,7 +119,7 @@ HEAVY_TESTS = {  # a clean-clone `make test` of 2026-11-26 (issue 21); tests/eng
     "engine/test_errors.py::test_a_lost": 60, "engine/test_delete_modes.py::": 40, "engine/test_lake_view.py::": 25,
     "test_inflight.py::": 12, "test_errors.py::test_bad_config": 0.5, "test_airflow_dags.py::": 2,
     "test_mariadb_preflight.py::": 0.3, "test_mysql_types_spark.py::": 0.3, "test_oracle_fast_path.py::": 1.5,
-    "test_target_decoding.py::": 0.5, "test_target_partial.py::": 12, "test_oracle_types_spark.py::": 1,
+    "test_target_decoding.py::": 0.5, "engine/test_target_partial.py::": 25, "test_oracle_types_spark.py::": 1,
     # per test; a mode's first test runs the shared workload (MariaDB compatible ~400 s; the fake's spark ~140 s,
     # compatible ~90 s)
     "engine/test_schema_changes.py::test_change_is_applied_exactly[spark": 28,
