@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import atexit
+import shutil
+import tempfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
 from cdclake.cli import cli
 from cdclake.config import load_config_text
+from cdclake.engine.control import ControlTables
+from cdclake.engine.lake import LakeLayout
 from cdclake.engine.pipeline import Pipeline
 from cdclake.testing.compare import compare_table
 from cdclake.testing.fake import FakeDatabase
@@ -34,8 +39,32 @@ def config_file(db: FakeDatabase, lake: Path, name: str = "t", shape: str = "rec
 
 def make_pipeline(spark, db: FakeDatabase, lake: Path, name: str = "t", shape: str = "records",  # type: ignore[no-untyped-def]
                   extra: str = "", include: str = r"shop\..*", source_extra: str = "") -> Pipeline:
+    """The pipeline of :func:`pipeline_yaml` on the test's Spark session; a new lake starts from a copy of empty
+    control tables made once per worker (:func:`_seed`)."""
     config = load_config_text(pipeline_yaml(db, lake, name, shape, extra, include, source_extra))
-    return Pipeline.from_config(config, spark)
+    pipeline = Pipeline.from_config(config, spark)
+    _seed(spark, pipeline.layout, config.lake.table_features or "compatible")
+    return pipeline
+
+
+_EMPTY_CONTROL: dict[str, Path] = {}  # table-features mode -> the control tables of an empty lake of that mode
+
+
+def _seed(spark, layout: LakeLayout, features: str) -> None:  # type: ignore[no-untyped-def]
+    """Give a lake that has none the control tables (bronze, checkpoints, schema history, run log, dead letters)
+    as ``ControlTables.ensure`` makes them, copied from an empty lake this worker made once per mode: making them
+    is five Delta tables (seconds) per test, and the engine finds them made as a lake made by an earlier run
+    (every server-backed test still makes its own)."""
+    control = Path(layout.control)
+    if control.exists():
+        return
+    if features not in _EMPTY_CONTROL:
+        root = tempfile.mkdtemp(prefix="cdclake-engine-lake-")
+        atexit.register(shutil.rmtree, root, True)
+        made = LakeLayout(root, "empty")
+        ControlTables(spark, made, features).ensure()
+        _EMPTY_CONTROL[features] = Path(made.control)
+    shutil.copytree(_EMPTY_CONTROL[features], control)
 
 
 def assert_lake_equals_source(spark, pipeline: Pipeline, tables: list[str]) -> None:  # type: ignore[no-untyped-def]

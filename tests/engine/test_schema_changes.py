@@ -1,15 +1,17 @@
 """Schema changes as the engine applies them, mined from the fake source: the lake equals the source (moved from
-integration/test_schema_changes.py, issue 44, where MySQL's statements are mined in the compatible table mode).
+integration/test_schema_changes.py, issue 44, where MySQL's statements are mined in the compatible table mode and
+the engine's compatible rewrites with them; delta-rs reads a compatible lake after each kind of change in
+test_delta_readers.py).
 
-One workload per table mode (``lake.table_features``), shared by the tests of this module: the spark mode runs
-every kind of change whose apply differs there (column placement, drops and renames in the metadata, type
-widening, in statements of several changes; tables renamed, swapped by gh-ost and pt-online-schema-change), the
-compatible mode the changes whose statements need no server to be parsed right (key changes, a keyless table,
-tables renamed and swapped, a truncate). The spark mode also parks tables (the compatible mode's parked tables:
-the MariaDB test). Each group's changes run on a table of its own,
-with row changes before, between and after them in the same window and more in the next one.
-One test per group checks its tables against the source: values, and the columns in the source's order (a
-generated column, which the log never carries, does not land).
+One workload, in the spark table mode (``lake.table_features``), shared by the tests of this module: every kind of
+change whose apply differs there (column placement, drops and renames in the metadata, type widening and retypes
+in place, in ``ALTER`` statements of several changes; tables swapped by gh-ost and pt-online-schema-change), and
+those that apply alike in both modes, whose statements need no server to be parsed right (the primary key added,
+changed, dropped and added again to a table keyless at the snapshot; a table renamed twice, then swapped with
+another through a spare name in one statement; a truncate). Each group's changes run on a table of its own, with
+row changes before, between and after them in the same window and more in the next one. One test per group checks
+its tables against the source: values, and the columns in the source's order (a generated column, which the log
+never carries, does not land).
 
 A change cdclake cannot follow (a table made like, or renamed from, one it does not capture) parks only its
 table; the run says so, the other tables are mined, and ``backfill`` brings the table back.
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 from cdclake.engine.names import SOURCE_NAME
@@ -28,14 +29,13 @@ from cdclake.testing.compare import compare_table
 from cdclake.testing.fake import FakeDatabase, Transaction
 
 from tests.engine.helpers import make_pipeline
-from tests.integration.delta_rs_helpers import assert_delta_rs_reads_as_spark, delta_tables
 
 BASE = [("id", "int", False), ("k", "int", False, 0), ("a", "int"), ("b", "text"), ("d", "decimal(10,2)"),
         ("dt", "datetime"), ("e", "text", True, "x")]
 BASE_ROWS = [{"id": 1, "k": 1, "a": 10, "b": "11", "d": "1.25", "dt": "2020-05-01 10:00:00.456", "e": "x"},
              {"id": 2, "k": 2, "a": 20, "b": "22", "d": "2.35", "dt": "2021-01-01 00:00:00.999", "e": "y"},
              {"id": 3, "k": 3, "a": 30, "b": None, "d": "-3.45", "dt": None, "e": "x"}]
-MODES = ("compatible", "spark")
+MODES = ("spark",)  # the compatible mode's rewrites: integration/test_schema_changes.py, test_delta_readers.py
 ODD = "my col, (x)=1"  # docs/schema-changes.md, "Names"
 
 
@@ -52,7 +52,7 @@ class Group:
     more_tables: list[str] = field(default_factory=list)  # other tables the changes make, to compare too
     setup: Callable[[FakeDatabase, str], None] | None = None  # before the snapshot
     parked: bool = False
-    modes: tuple[str, ...] = ("compatible",)
+    modes: tuple[str, ...] = ("spark",)
 
 
 def _columns(db: FakeDatabase, t: str) -> None:
@@ -116,12 +116,6 @@ def _renames(db: FakeDatabase, t: str) -> None:
 def _renames_setup(db: FakeDatabase, t: str) -> None:
     db.create_table(f"{t}_b", [("id", "int", False), ("k", "int", False, 0), ("v", "text")], key=["id"])
     db.insert(f"{t}_b", {"id": 1, "k": 100, "v": "b1"}, {"id": 2, "k": 200, "v": "b2"}, {"id": 7, "k": 700, "v": "b7"})
-
-
-def _table_rename(db: FakeDatabase, t: str) -> None:
-    db.rename_tables((t, f"{t}_r"))
-    db.update(f"{t}_r", {"id": 2}, {"a": 21})
-    db.rename_tables((f"{t}_r", f"{t}_r2"))
 
 
 def _copy(db: FakeDatabase, source: str, copy: str, low: int, high: int) -> None:
@@ -199,13 +193,12 @@ def _parked_setup(db: FakeDatabase, t: str) -> None:
 
 
 GROUPS = [
-    Group("columns", _columns, modes=("spark",)),
+    Group("columns", _columns),
     Group("keys", _keys, key=()),
     Group("renames", _renames, table="{t}_b", setup=_renames_setup, more_tables=["{t}_r2"]),
-    Group("table_rename", _table_rename, table="{t}_r2", modes=("spark",)),
-    Group("ghost", _ghost, modes=("spark",)),
-    Group("ptosc", _ptosc, modes=("spark",)),
-    Group("parked", _parked, setup=_parked_setup, table="{t}_u", more_tables=["{t}"], parked=True, modes=("spark",)),
+    Group("ghost", _ghost),
+    Group("ptosc", _ptosc),
+    Group("parked", _parked, setup=_parked_setup, table="{t}_u", more_tables=["{t}"], parked=True),
 ]
 FORMS = [(mode, g.name) for mode in MODES for g in GROUPS if mode in g.modes and not g.parked]
 
@@ -287,7 +280,7 @@ def mined(spark, tmp_path_factory) -> Iterator[Callable[[str], Outcome]]:  # typ
 
 def _assert_equal(spark, pipeline, table: str, mode: str) -> None:  # type: ignore[no-untyped-def]
     """``table`` equals the source, values and columns (as the lake keeps them: a generated column never lands,
-    a name Delta cannot store lands mapped); in the compatible mode delta-rs reads it as Spark does."""
+    a name Delta cannot store lands mapped)."""
     result = compare_table(spark, pipeline, table)
     assert result.equal, f"{table}: {result.summary()}"
     schema = pipeline.source.snapshot.start([table]).schemas[table]
@@ -296,8 +289,6 @@ def _assert_equal(spark, pipeline, table: str, mode: str) -> None:  # type: igno
                     for f in spark.read.format("delta").load(pipeline.layout.target(table)).schema.fields
                     if not f.name.startswith("__")]
     assert lake_columns == source_columns, f"{table}: lake columns {lake_columns}, source {source_columns}"
-    if mode == "compatible":
-        assert_delta_rs_reads_as_spark(spark, Path(pipeline.layout.target(table)))
 
 
 @pytest.mark.parametrize(("mode", "group"), FORMS, ids=[f"{m}-{g}" for m, g in FORMS])
@@ -312,15 +303,6 @@ def test_change_is_applied_exactly(spark, mined, mode: str, group: str) -> None:
         history = [e for e in out.pipeline.control.history() if e.table == out.tables[group]]
         assert any(e.kind == "reread" for e in history)  # the value per row, the lossy retype
         assert any(e.column_renames.get("a") == "a2" for e in history)
-
-
-@pytest.mark.parametrize("mode", ["compatible"])  # (the mode in the id keeps it beside its workload: TOGETHER)
-def test_control_tables_open_in_delta_rs(spark, mined, mode: str) -> None:  # type: ignore[no-untyped-def]
-    """The control tables and bronze of the compatible lake, after its kinds of change (every kind of change:
-    test_delta_readers.py), read in delta-rs as in Spark."""
-    out = mined(mode)
-    for path in delta_tables(Path(out.pipeline.layout.control)):
-        assert_delta_rs_reads_as_spark(spark, path)
 
 
 @pytest.mark.parametrize("mode", ["spark"])
