@@ -16,28 +16,6 @@ from cdclake.schema import Column, TableSchema
 from cdclake.sources.mysql.types import MySqlTypeMapper
 
 from tests.integration.delta_rs_helpers import assert_delta_rs_reads_as_spark, delta_tables
-from tests.integration.pipeline_helpers import assert_lake_equals_source
-
-
-def _check_lake(spark, mariadb, pipeline, tables: list[str], expect: set[str] | None = None) -> None:  # type: ignore[no-untyped-def]
-    """The targets equal the source; delta-rs reads them and their history tables as Spark does, and
-    with ``expect`` (names of the tables that must be there) every Delta table under the lake's root."""
-    assert_lake_equals_source(spark, mariadb, pipeline, tables)
-    root = Path(pipeline.layout.root)
-    if expect is None:
-        paths = [Path(p) for t in tables for p in (pipeline.layout.target(t), pipeline.layout.type2(t))]
-    else:
-        paths = delta_tables(root)
-        found = {str(p.relative_to(root)) for p in paths}
-        assert expect <= found, expect - found
-    for path in paths:
-        assert_delta_rs_reads_as_spark(spark, path)
-
-
-def _rewrites(spark, path: str) -> list[int]:  # type: ignore[no-untyped-def]
-    """Versions of the rewrites' first commits (the delete tagged with the version it started from)."""
-    log = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()
-    return sorted(r.version for r in log if r.userMetadata and "rewrite_from" in r.userMetadata)
 
 
 def _schema(*columns: tuple[str, str]) -> TableSchema:
