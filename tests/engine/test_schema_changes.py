@@ -52,7 +52,6 @@ class Group:
     more_tables: list[str] = field(default_factory=list)  # other tables the changes make, to compare too
     setup: Callable[[FakeDatabase, str], None] | None = None  # before the snapshot
     parked: bool = False
-    modes: tuple[str, ...] = ("spark",)
 
 
 def _columns(db: FakeDatabase, t: str) -> None:
@@ -200,7 +199,7 @@ GROUPS = [
     Group("ptosc", _ptosc),
     Group("parked", _parked, setup=_parked_setup, table="{t}_u", more_tables=["{t}"], parked=True),
 ]
-FORMS = [(mode, g.name) for mode in MODES for g in GROUPS if mode in g.modes and not g.parked]
+FORMS = [(mode, g.name) for mode in MODES for g in GROUPS if not g.parked]
 
 
 def _dml(db: FakeDatabase, t: str, ids: tuple[int, int, int]) -> None:
@@ -223,7 +222,7 @@ class Outcome:
 
 def _mine(spark, tmp_path_factory, mode: str) -> Outcome:  # type: ignore[no-untyped-def]
     """The mode's workload: its groups' tables snapshotted, then two windows."""
-    groups = [g for g in GROUPS if mode in g.modes]
+    groups = GROUPS
     root = tmp_path_factory.mktemp(f"schema_changes_{mode}")
     db = FakeDatabase(root / "db.log")
     named = {g.name: f"shop.{g.name}" for g in groups}
