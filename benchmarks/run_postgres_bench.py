@@ -265,7 +265,7 @@ def run(args: argparse.Namespace, work: Path, facts: dict) -> dict:
             f"{report.duration_s:.2f}, {report.windows} window(s)) {report.start} -> {report.end}; "
             f"phases {report.phases}")
         log("compare the lake with the source")
-        comparison, compare_s = timed(lambda: compare_table(spark, pipeline, TABLE))
+        comparison, compare_s = timed(lambda: compare_table(spark, pipeline, TABLE, on_driver=False))
         log(f"  {comparison.summary()} ({compare_s:.1f}s)")
         spark.stop()
 

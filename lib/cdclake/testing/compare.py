@@ -6,6 +6,8 @@ any difference is a lost, doubled, stale or resurrected row.
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +16,7 @@ from cdclake.engine.names import lake_names
 from cdclake.engine.target.changes import typed_select
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from cdclake.engine.pipeline import Pipeline
 
@@ -40,7 +42,47 @@ class Comparison:
         )
 
 
-def compare_table(spark: SparkSession, pipeline: Pipeline, table: str, limit: int = 20) -> Comparison:
+def _on_the_driver(lake: DataFrame, src: DataFrame, limit: int) -> tuple[int, int, list, list] | None:
+    """The multiset compare of two frames of the same column types on the driver: lake rows, source rows, rows
+    only in the lake, only in the source; None when the types differ (Spark's compare widens them)."""
+    if [f.dataType for f in lake.schema.fields] != [f.dataType for f in src.schema.fields]:
+        return None
+    lake_rows, source_rows = lake.collect(), src.collect()
+    in_lake = Counter(_hashable(tuple(r)) for r in lake_rows)
+    in_source = Counter(_hashable(tuple(r)) for r in source_rows)
+    by_key = {_hashable(tuple(r)): r for r in [*lake_rows, *source_rows]}
+    only_lake = [by_key[k].asDict() for k, n in (in_lake - in_source).items() for _ in range(min(n, limit))]
+    only_src = [by_key[k].asDict() for k, n in (in_source - in_lake).items() for _ in range(min(n, limit))]
+    return len(lake_rows), len(source_rows), only_lake[:limit], only_src[:limit]
+
+
+_NAN = object()  # Spark groups every NaN as one value; Python's NaN equals nothing
+
+
+def _hashable(value: Any) -> Any:
+    """A value as a key that is equal where Spark's grouping finds values equal (NaN, -0.0; arrays, structs).
+
+    >>> _hashable(float("nan")) == _hashable(float("nan")), _hashable(-0.0) == _hashable(0.0)
+    (True, True)
+    >>> _hashable([1, (2, bytearray(b"x"))]) == _hashable((1, [2, b"x"]))
+    True
+    """
+    if isinstance(value, float):
+        return _NAN if math.isnan(value) else value
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return frozenset((_hashable(k), _hashable(v)) for k, v in value.items())
+    if isinstance(value, bytearray):
+        return bytes(value)
+    return value
+
+
+def compare_table(spark: SparkSession, pipeline: Pipeline, table: str, limit: int = 20,
+                  on_driver: bool = True) -> Comparison:
+    """``table``'s target against the source's rows now, as multisets. ``on_driver``: both sides are collected
+    and compared on the driver (two plain reads: a test compares small tables hundreds of times); otherwise
+    (a large table) one grouping job over their union."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -55,19 +97,24 @@ def compare_table(spark: SparkSession, pipeline: Pipeline, table: str, limit: in
     delta = lake_names(pipeline.ctx.targets.options.lake_schema(schema))  # a column Delta cannot name: names.py
     lake = lake.select(*[F.col(quote(delta[c])).alias(c) for c in schema.column_names])
     names = [quote(c) for c in schema.column_names]
-    # One pass over both sides: each distinct row with how often each side has it (a multiset compare,
-    # null-safe like EXCEPT ALL); the source is read once.
-    tagged = lake.select(*names, F.lit(True).alias("__in_lake")).unionByName(
-        src.select(*names, F.lit(False).alias("__in_lake")))
-    grouped = tagged.groupBy(*names).agg(
-        F.count_if(F.col("__in_lake")).alias("__lake"), F.count_if(~F.col("__in_lake")).alias("__source"),
-    ).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        totals = grouped.agg(F.sum("__lake"), F.sum("__source")).first()
-        differing = grouped.where("__lake <> __source").limit(2 * limit).collect()
+    try:  # a table without a row key is held still while it is read
+        small = _on_the_driver(lake.select(*names), src.select(*names), limit) if on_driver else None
+        if small is not None:
+            return Comparison(table, *small)
+        # One pass over both sides: each distinct row with how often each side has it (a multiset compare,
+        # null-safe like EXCEPT ALL); the source is read once.
+        tagged = lake.select(*names, F.lit(True).alias("__in_lake")).unionByName(
+            src.select(*names, F.lit(False).alias("__in_lake")))
+        grouped = tagged.groupBy(*names).agg(
+            F.count_if(F.col("__in_lake")).alias("__lake"), F.count_if(~F.col("__in_lake")).alias("__source"),
+        ).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            totals = grouped.agg(F.sum("__lake"), F.sum("__source")).first()
+            differing = grouped.where("__lake <> __source").limit(2 * limit).collect()
+        finally:
+            grouped.unpersist()
     finally:
-        grouped.unpersist()
-        source.snapshot.end()  # a table without a row key is held still while it is read
+        source.snapshot.end()
     only_lake, only_src = [], []
     for row in differing:
         values = {k: v for k, v in row.asDict().items() if k not in ("__lake", "__source")}
