@@ -42,18 +42,48 @@ class Comparison:
         )
 
 
-def _on_the_driver(lake: DataFrame, src: DataFrame, limit: int) -> tuple[int, int, list, list] | None:
-    """The multiset compare of two frames of the same column types on the driver: lake rows, source rows, rows
-    only in the lake, only in the source; None when the types differ (Spark's compare widens them)."""
+Counts = tuple[int, int, list[dict[str, Any]], list[dict[str, Any]]]  # lake rows, source rows, only in each
+
+
+def _on_the_driver(lake: DataFrame, src: DataFrame, limit: int) -> Counts | None:
+    """The multiset compare of two frames of the same column types on the driver; None when the types differ
+    (Spark's compare widens them)."""
     if [f.dataType for f in lake.schema.fields] != [f.dataType for f in src.schema.fields]:
         return None
     lake_rows, source_rows = lake.collect(), src.collect()
-    in_lake = Counter(_hashable(tuple(r)) for r in lake_rows)
-    in_source = Counter(_hashable(tuple(r)) for r in source_rows)
-    by_key = {_hashable(tuple(r)): r for r in [*lake_rows, *source_rows]}
-    only_lake = [by_key[k].asDict() for k, n in (in_lake - in_source).items() for _ in range(min(n, limit))]
-    only_src = [by_key[k].asDict() for k, n in (in_source - in_lake).items() for _ in range(min(n, limit))]
-    return len(lake_rows), len(source_rows), only_lake[:limit], only_src[:limit]
+    lake_keys, source_keys = [_hashable(tuple(r)) for r in lake_rows], [_hashable(tuple(r)) for r in source_rows]
+    keyed = dict(zip([*lake_keys, *source_keys], [*lake_rows, *source_rows], strict=True))
+    in_lake, in_source = Counter(lake_keys), Counter(source_keys)
+
+    def listed(extra: Counter) -> list[dict[str, Any]]:
+        return [keyed[k].asDict() for k, n in extra.items() for _ in range(min(n, limit))][:limit]
+
+    return len(lake_rows), len(source_rows), listed(in_lake - in_source), listed(in_source - in_lake)
+
+
+def _in_spark(lake: DataFrame, src: DataFrame, limit: int) -> Counts:
+    """The same compare in one pass over both sides: each distinct row with how often each side has it
+    (null-safe like EXCEPT ALL); the source is read once."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    names = [quote(c) for c in lake.columns]
+    tagged = lake.withColumn("__in_lake", F.lit(True)).unionByName(src.withColumn("__in_lake", F.lit(False)))
+    grouped = tagged.groupBy(*names).agg(
+        F.count_if(F.col("__in_lake")).alias("__lake"), F.count_if(~F.col("__in_lake")).alias("__source"),
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        totals = grouped.agg(F.sum("__lake"), F.sum("__source")).first()
+        differing = grouped.where("__lake <> __source").limit(2 * limit).collect()
+    finally:
+        grouped.unpersist()
+    only_lake: list[dict[str, Any]] = []
+    only_src: list[dict[str, Any]] = []
+    for row in differing:
+        values = {k: v for k, v in row.asDict().items() if k not in ("__lake", "__source")}
+        extra = int(row["__lake"]) - int(row["__source"])
+        (only_lake if extra > 0 else only_src).extend([values] * min(abs(extra), limit))
+    return int(totals[0] or 0), int(totals[1] or 0), only_lake[:limit], only_src[:limit]
 
 
 _NAN = object()  # Spark groups every NaN as one value; Python's NaN equals nothing
@@ -83,7 +113,6 @@ def compare_table(spark: SparkSession, pipeline: Pipeline, table: str, limit: in
     """``table``'s target against the source's rows now, as multisets. ``on_driver``: both sides are collected
     and compared on the driver (two plain reads: a test compares small tables hundreds of times); otherwise
     (a large table) one grouping job over their union."""
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     source = pipeline.source
@@ -96,28 +125,8 @@ def compare_table(spark: SparkSession, pipeline: Pipeline, table: str, limit: in
         lake = lake.where("NOT `__deleted`")
     delta = lake_names(pipeline.ctx.targets.options.lake_schema(schema))  # a column Delta cannot name: names.py
     lake = lake.select(*[F.col(quote(delta[c])).alias(c) for c in schema.column_names])
-    names = [quote(c) for c in schema.column_names]
     try:  # a table without a row key is held still while it is read
-        small = _on_the_driver(lake.select(*names), src.select(*names), limit) if on_driver else None
-        if small is not None:
-            return Comparison(table, *small)
-        # One pass over both sides: each distinct row with how often each side has it (a multiset compare,
-        # null-safe like EXCEPT ALL); the source is read once.
-        tagged = lake.select(*names, F.lit(True).alias("__in_lake")).unionByName(
-            src.select(*names, F.lit(False).alias("__in_lake")))
-        grouped = tagged.groupBy(*names).agg(
-            F.count_if(F.col("__in_lake")).alias("__lake"), F.count_if(~F.col("__in_lake")).alias("__source"),
-        ).persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            totals = grouped.agg(F.sum("__lake"), F.sum("__source")).first()
-            differing = grouped.where("__lake <> __source").limit(2 * limit).collect()
-        finally:
-            grouped.unpersist()
+        counts = _on_the_driver(lake, src, limit) if on_driver else None
+        return Comparison(table, *(counts or _in_spark(lake, src, limit)))
     finally:
         source.snapshot.end()
-    only_lake, only_src = [], []
-    for row in differing:
-        values = {k: v for k, v in row.asDict().items() if k not in ("__lake", "__source")}
-        extra = int(row["__lake"]) - int(row["__source"])
-        (only_lake if extra > 0 else only_src).extend([values] * min(abs(extra), limit))
-    return Comparison(table, int(totals[0] or 0), int(totals[1] or 0), only_lake[:limit], only_src[:limit])
